@@ -1,0 +1,129 @@
+"""Compact per-partition document blocks (numpy only, no Spark).
+
+A :class:`DocBlock` holds a partition's documents as clumped CSR: for each
+document the distinct terms it contains and their counts. Terms are stored as
+indices into the block's own sorted list of distinct global term ids, so a
+kernel gathers the U rows of the topic statistics it needs once per round and
+the cached corpus costs 8 bytes per (document, term) pair plus 16 per document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class DocBlock:
+    """Documents of one partition in clumped CSR form.
+
+    Attributes
+    ----------
+    doc_ids : int64 (D,)
+    indptr : int64 (D+1,)
+    terms : int32 (U,), sorted distinct global term ids of the block
+    local : int32 (nnz,), index into ``terms`` of each pair
+    counts : float32 (nnz,), count of each pair
+    state : dict of per-pair arrays a mode keeps with the documents (CVB0's γ)
+    """
+
+    doc_ids: np.ndarray
+    indptr: np.ndarray
+    terms: np.ndarray
+    local: np.ndarray
+    counts: np.ndarray
+    state: dict = field(default_factory=dict)
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.doc_ids)
+
+    @property
+    def nnz(self) -> int:
+        return len(self.local)
+
+    @property
+    def n_tokens(self) -> float:
+        return float(self.counts.sum(dtype=np.float64))
+
+    def doc_lengths(self) -> np.ndarray:
+        """Tokens per document, float64 (D,)."""
+        csum = np.concatenate([[0.0], np.cumsum(self.counts, dtype=np.float64)])
+        return np.diff(csum[self.indptr])
+
+    def nbytes(self) -> int:
+        """Bytes held by the block's arrays (the cached-corpus footprint)."""
+        n = sum(a.nbytes for a in (self.doc_ids, self.indptr, self.terms, self.local, self.counts))
+        return n + sum(a.nbytes for a in self.state.values())
+
+    def global_pairs(self) -> np.ndarray:
+        """Global term id of each pair (int32, nnz)."""
+        return self.terms[self.local]
+
+    @staticmethod
+    def from_docs(docs, dtype=np.float32) -> "DocBlock":
+        """Build from an iterable of (doc_id, term_ids, counts), any order.
+
+        Documents are sorted by id so that a block's content does not depend
+        on the order in which a shuffle delivered its records. Within a
+        document terms are sorted and duplicate term ids summed.
+        """
+        docs = sorted(docs, key=lambda d: d[0])
+        ids = np.fromiter((d[0] for d in docs), dtype=np.int64, count=len(docs))
+        lengths = []
+        term_parts, count_parts = [], []
+        for _, t, c in docs:
+            t = np.asarray(t, dtype=np.int64)
+            c = np.asarray(c, dtype=np.float64)
+            if len(t) and (np.any(np.diff(t) <= 0)):
+                t, inv = np.unique(t, return_inverse=True)
+                c = np.bincount(inv, weights=c, minlength=len(t))
+            term_parts.append(t)
+            count_parts.append(c)
+            lengths.append(len(t))
+        indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        all_terms = np.concatenate(term_parts) if term_parts else np.zeros(0, np.int64)
+        all_counts = np.concatenate(count_parts) if count_parts else np.zeros(0)
+        terms, local = np.unique(all_terms, return_inverse=True)
+        return DocBlock(ids, indptr, terms.astype(np.int32), local.astype(np.int32).ravel(),
+                        all_counts.astype(dtype))
+
+    def iter_docs(self):
+        """Yield (doc_id, global term ids, counts) per document."""
+        g = self.global_pairs()
+        for j in range(self.n_docs):
+            a, b = self.indptr[j], self.indptr[j + 1]
+            yield int(self.doc_ids[j]), g[a:b], self.counts[a:b]
+
+
+@dataclass
+class HeldoutBlock:
+    """Held-out documents split for document completion: θ is inferred on
+    ``observed`` and the log-likelihood is measured on ``target``; both halves
+    share document order."""
+
+    observed: DocBlock
+    target: DocBlock
+
+    @property
+    def n_docs(self) -> int:
+        return self.observed.n_docs
+
+
+def split_halves(doc_id: int, terms: np.ndarray, counts: np.ndarray, seed: int):
+    """Split a document's tokens in half at random (seeded by seed and doc id).
+
+    ``floor(C/2)`` tokens, drawn without replacement, form the observed half;
+    the rest the target half. Returns ((terms_a, counts_a), (terms_b, counts_b))
+    with zero-count terms dropped.
+    """
+    from .kernels.random import doc_keys
+
+    c = np.asarray(counts, dtype=np.int64)
+    key = int(doc_keys(seed, 7, np.array([doc_id]))[0])
+    rng = np.random.default_rng(key)
+    a = rng.multivariate_hypergeometric(c, int(c.sum()) // 2)
+    b = c - a
+    return (terms[a > 0], a[a > 0]), (terms[b > 0], b[b > 0])

@@ -1,0 +1,493 @@
+"""Reading every input form into cached document blocks, with validation.
+
+Inputs (each becomes a :class:`DocSource`, an RDD of ``(doc_id, term_ids,
+counts)`` plus the vocabulary):
+
+* UCI bag-of-words files: :func:`read_uci`;
+* a DataFrame with a Spark ML vector column of term counts: :func:`from_vectors`;
+* raw text (DataFrame or text / JSON lines / Parquet files), tokenised and
+  counted with Spark ML's ``RegexTokenizer``, ``StopWordsRemover`` and
+  ``CountVectorizer``: :func:`from_text`.
+
+:func:`build_corpus` validates the documents on the driver's behalf before any
+training job runs, holds out a seeded set of whole documents, and lays the
+training documents out so that a round touches only its own partitions: the
+corpus is cut into ``n_slices`` minibatch slices of ``parts_per_slice``
+partitions each, and round ``t`` runs tasks on one slice's partitions only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from pyspark import StorageLevel
+
+from .block import DocBlock, HeldoutBlock, split_halves
+from .kernels.random import uniform_per_doc
+
+log = logging.getLogger(__name__)
+
+# Random streams (see sparklda.kernels.random): one per use, so that each
+# decision is an independent function of (seed, document id).
+STREAM_HELDOUT = 1
+STREAM_SLICE = 2
+STREAM_PART = 3
+
+
+class CorpusError(ValueError):
+    """Bad input: the message names the problem and the column or parameter."""
+
+
+@dataclass
+class DocSource:
+    """Documents as an RDD of ``(doc_id: int, term_ids: int64[], counts: float64[])``.
+
+    ``what`` names the input in error messages (a column or a file);
+    ``declared_docs`` is the document count a file header declares (UCI), so
+    documents with no entries are still counted as empty.
+    """
+
+    rdd: object
+    vocab_size: int
+    vocab: list | None
+    what: str
+    declared_docs: int | None = None
+
+
+# --------------------------------------------------------------------------
+# Readers
+
+
+def _open_text(path):
+    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(
+        path, encoding="utf-8")
+
+
+def read_vocab(path) -> list[str]:
+    """One term per line (UCI ``vocab.txt``)."""
+    with _open_text(path) as f:
+        return [line.rstrip("\n") for line in f if line.strip() != ""]
+
+
+def read_uci(spark, docword_path: str, vocab_path: str | None = None,
+             min_partitions: int | None = None) -> DocSource:
+    """Read UCI bag-of-words files (``docword.txt[.gz]`` and ``vocab.txt``).
+
+    The docword file has three header lines (D, W, NNZ) and then
+    ``docID wordID count`` lines with 1-based ids. Returned ids are 0-based.
+    """
+    sc = spark.sparkContext
+    what = f"UCI docword file {docword_path!r}"
+    lines = sc.textFile(str(docword_path), minPartitions=min_partitions)
+    header = lines.take(3)
+    try:
+        n_docs, n_words, _ = (int(h.strip()) for h in header)
+    except ValueError:
+        raise CorpusError(f"{what}: the first three lines must be the integers D, W and NNZ; "
+                          f"got {header!r}.") from None
+    vocab = None
+    if vocab_path is not None:
+        vocab = read_vocab(vocab_path)
+        if len(vocab) != n_words:
+            raise CorpusError(f"{what} declares W={n_words} terms but vocabulary file "
+                              f"{vocab_path!r} has {len(vocab)} lines.")
+
+    def parse(line):
+        parts = line.split()
+        if len(parts) < 3:
+            return []  # header lines
+        if len(parts) != 3:
+            return [(-1, (line, 0.0))]
+        try:
+            return [(int(parts[0]) - 1, (int(parts[1]) - 1, float(parts[2])))]
+        except ValueError:
+            return [(-1, (line, 0.0))]
+
+    n_parts = max(sc.defaultParallelism, min_partitions or 1)
+    grouped = lines.flatMap(parse).groupByKey(numPartitions=n_parts)
+
+    def to_doc(kv):
+        doc, entries = kv
+        if doc < 0:
+            bad = next(iter(entries))[0]
+            raise CorpusError(f"{what}: malformed line {bad!r}; expected 'docID wordID count'.")
+        entries = sorted(entries)
+        terms = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+        counts = np.fromiter((e[1] for e in entries), dtype=np.float64, count=len(entries))
+        return doc, terms, counts
+
+    return DocSource(grouped.map(to_doc), n_words, vocab, what, declared_docs=n_docs)
+
+
+def from_vectors(df, features_col: str = "features", id_col: str | None = None,
+                 vocab: list | None = None) -> DocSource:
+    """Documents from a DataFrame column of Spark ML vectors of term counts.
+
+    This is what ``CountVectorizer`` produces and ``pyspark.ml.clustering.LDA``
+    takes. ``id_col`` (integral) names each document; without it documents
+    are numbered by their position in the DataFrame.
+    """
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.sql.types import IntegralType
+
+    if features_col not in df.columns:
+        raise CorpusError(f"Column {features_col!r} (featuresCol) does not exist; "
+                          f"the DataFrame has columns {df.columns}.")
+    dtype = df.schema[features_col].dataType
+    if not isinstance(dtype, VectorUDT):
+        raise CorpusError(f"Column {features_col!r} (featuresCol) must be of type "
+                          f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
+                          f"produces); got {dtype.simpleString()}.")
+    if id_col is not None:
+        if id_col not in df.columns:
+            raise CorpusError(f"Column {id_col!r} (idCol) does not exist; the DataFrame has "
+                              f"columns {df.columns}.")
+        if not isinstance(df.schema[id_col].dataType, IntegralType):
+            raise CorpusError(f"Column {id_col!r} (idCol) must be an integer column; got "
+                              f"{df.schema[id_col].dataType.simpleString()}.")
+    first = df.select(features_col).dropna().head()
+    if first is None:
+        raise CorpusError(f"The corpus is empty: column {features_col!r} has no rows.")
+    size = int(first[0].size)
+    if vocab is not None and len(vocab) != size:
+        raise CorpusError(f"The vocabulary has {len(vocab)} terms but vectors in column "
+                          f"{features_col!r} have size {size}.")
+    what = f"column {features_col!r}"
+
+    def to_doc(row_id, vec):
+        if vec is None:
+            return row_id, np.zeros(0, np.int64), np.zeros(0)
+        if vec.size != size:
+            raise CorpusError(f"Vectors in {what} must all have the vocabulary size {size}; "
+                              f"document {row_id} has size {vec.size}.")
+        if hasattr(vec, "indices"):
+            return row_id, np.asarray(vec.indices, np.int64), np.asarray(vec.values, np.float64)
+        arr = vec.toArray()
+        nz = np.flatnonzero(arr)
+        return row_id, nz.astype(np.int64), arr[nz].astype(np.float64)
+
+    if id_col is not None:
+        rdd = df.select(id_col, features_col).rdd.map(lambda r: to_doc(int(r[0]), r[1]))
+    else:
+        rdd = (df.select(features_col).rdd.zipWithIndex()
+               .map(lambda ri: to_doc(int(ri[1]), ri[0][0])))
+    return DocSource(rdd, size, list(vocab) if vocab is not None else None, what)
+
+
+def load_text_dataframe(spark, path: str, fmt: str | None = None, text_col: str = "text"):
+    """Read raw text files: ``json`` (JSON lines, ``.jsonl[.gz]``), ``parquet``
+    or ``text`` (one document per line)."""
+    fmt = fmt or ("json" if ".json" in path else "parquet" if path.endswith(".parquet") else "text")
+    if fmt == "json":
+        return spark.read.json(path)
+    if fmt == "parquet":
+        return spark.read.parquet(path)
+    if fmt == "text":
+        return spark.read.text(path).withColumnRenamed("value", text_col)
+    raise CorpusError(f"The 'format' parameter must be one of 'json', 'parquet', 'text'; got {fmt!r}.")
+
+
+def from_text(df, text_col: str = "text", id_col: str | None = None, vocab_size: int = 1 << 18,
+              min_df: float = 1.0, max_df: float = 2 ** 63 - 1, min_token_length: int = 2,
+              stop_words: list | None = None, pattern: str = "[^\\p{L}\\p{N}_']+") -> DocSource:
+    """Documents from raw text, counted with Spark ML's own feature stages.
+
+    ``RegexTokenizer`` (lower-cases, splits on ``pattern``), ``StopWordsRemover``
+    (English list unless ``stop_words`` is given) and ``CountVectorizer``
+    (``vocab_size``, ``min_df``, ``max_df`` with Spark's meanings: a count of
+    documents if ≥ 1, else a fraction). The fitted vocabulary stays with the
+    documents and so with the model.
+    """
+    from pyspark.ml.feature import CountVectorizer, RegexTokenizer, StopWordsRemover
+    from pyspark.sql.types import StringType
+
+    if text_col not in df.columns:
+        raise CorpusError(f"Column {text_col!r} (textCol) does not exist; the DataFrame has "
+                          f"columns {df.columns}.")
+    if not isinstance(df.schema[text_col].dataType, StringType):
+        raise CorpusError(f"Column {text_col!r} (textCol) must be a string column; got "
+                          f"{df.schema[text_col].dataType.simpleString()}.")
+    if int(vocab_size) < 1:
+        raise CorpusError(f"The 'vocab_size' parameter must be an int in the range [1, inf); "
+                          f"got {vocab_size!r}.")
+    tok = RegexTokenizer(inputCol=text_col, outputCol="_tokens", pattern=pattern, gaps=True,
+                         minTokenLength=min_token_length, toLowercase=True)
+    sw = StopWordsRemover(inputCol="_tokens", outputCol="_terms")
+    if stop_words is not None:
+        sw.setStopWords(list(stop_words))
+    tokens = sw.transform(tok.transform(df.na.fill({text_col: ""})))
+    cv = CountVectorizer(inputCol="_terms", outputCol="_counts", vocabSize=int(vocab_size),
+                         minDF=float(min_df), maxDF=float(max_df))
+    cv_model = cv.fit(tokens)
+    if not cv_model.vocabulary:
+        raise CorpusError(f"The corpus is empty: no term of column {text_col!r} survived "
+                          f"tokenising, stop words and the min_df/max_df limits.")
+    counted = cv_model.transform(tokens)
+    return from_vectors(counted, "_counts", id_col, cv_model.vocabulary)
+
+
+# --------------------------------------------------------------------------
+# Validation
+
+
+def _check_partition(what, vocab_size):
+    def check(it):
+        n_docs = n_empty = nnz = 0
+        tokens = 0.0
+        problems = {}
+        max_id = -1
+        for doc_id, terms, counts in it:
+            n_docs += 1
+            max_id = max(max_id, doc_id)
+            if len(terms) == 0:
+                n_empty += 1
+                continue
+            finite = np.isfinite(counts)
+            if not finite.all():
+                problems.setdefault("non-finite", (doc_id, counts[~finite][0]))
+            elif (counts < 0).any():
+                problems.setdefault("negative", (doc_id, counts[counts < 0][0]))
+            elif (counts != np.round(counts)).any():
+                problems.setdefault("non-integer", (doc_id, counts[counts != np.round(counts)][0]))
+            bad = (terms < 0) | (terms >= vocab_size)
+            if bad.any():
+                problems.setdefault("term", (doc_id, terms[bad][0]))
+            pos = counts > 0
+            if not pos.any():
+                n_empty += 1
+                continue
+            nnz += int(pos.sum())
+            tokens += float(counts[pos].sum())
+        yield {"docs": n_docs, "empty": n_empty, "nnz": nnz, "tokens": tokens,
+               "problems": problems, "max_id": max_id}
+
+    return check
+
+
+def _merge_checks(a, b):
+    problems = dict(b["problems"])
+    problems.update(a["problems"])
+    return {"docs": a["docs"] + b["docs"], "empty": a["empty"] + b["empty"],
+            "nnz": a["nnz"] + b["nnz"], "tokens": a["tokens"] + b["tokens"],
+            "problems": problems, "max_id": max(a["max_id"], b["max_id"])}
+
+
+def validate(source: DocSource) -> dict:
+    """Scan the documents once and raise :class:`CorpusError` on bad input.
+
+    Checks: counts finite, non-negative and integral; term ids inside the
+    vocabulary; at least one non-empty document. Returns the counts
+    (documents, empty documents, pairs, tokens).
+    """
+    stats = source.rdd.mapPartitions(_check_partition(source.what, source.vocab_size)).reduce(
+        _merge_checks)
+    what = source.what
+    p = stats["problems"]
+    if "non-finite" in p:
+        d, v = p["non-finite"]
+        raise CorpusError(f"{what} has a non-finite term count ({v}) in document {d}; counts "
+                          f"must be finite non-negative integers.")
+    if "negative" in p:
+        d, v = p["negative"]
+        raise CorpusError(f"{what} has a negative term count ({v}) in document {d}; counts must "
+                          f"be finite non-negative integers.")
+    if "non-integer" in p:
+        d, v = p["non-integer"]
+        raise CorpusError(f"{what} has a non-integer term count ({v}) in document {d}; counts "
+                          f"must be finite non-negative integers.")
+    if "term" in p:
+        d, v = p["term"]
+        shown = v + 1 if "UCI" in what else v
+        raise CorpusError(f"{what} has term id {shown} in document {d}, outside the vocabulary "
+                          f"of {source.vocab_size} terms.")
+    if source.declared_docs is not None:
+        stats["empty"] += max(0, source.declared_docs - stats["docs"])
+        stats["docs"] = max(stats["docs"], source.declared_docs)
+    if stats["tokens"] <= 0:
+        raise CorpusError(f"The corpus is empty: {what} has no document with a positive count "
+                          f"({stats['docs']} documents read).")
+    return stats
+
+
+# --------------------------------------------------------------------------
+# Layout
+
+
+@dataclass
+class Corpus:
+    """Training blocks laid out by minibatch slice, plus held-out blocks.
+
+    ``train`` has ``n_slices * parts_per_slice`` partitions, one
+    :class:`DocBlock` each; partition ``s * parts_per_slice + i`` belongs to
+    slice ``s``. ``heldout`` holds :class:`HeldoutBlock` s (or is None).
+    """
+
+    train: object
+    heldout: object | None
+    vocab_size: int
+    vocab: list | None
+    n_slices: int
+    parts_per_slice: int
+    slice_docs: np.ndarray
+    slice_tokens: np.ndarray
+    n_train_docs: int
+    n_train_tokens: float
+    n_train_pairs: int
+    n_heldout_docs: int
+    n_empty_docs: int
+    train_bytes: int
+    seed: int
+    report: dict = field(default_factory=dict)
+
+    def slice_partitions(self, s: int) -> list[int]:
+        p = self.parts_per_slice
+        return list(range(s * p, (s + 1) * p))
+
+    def unpersist(self):
+        self.train.unpersist()
+        if self.heldout is not None:
+            self.heldout.unpersist()
+
+
+def _positive_int(name, value, low=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise CorpusError(f"The {name!r} parameter must be an int in the range [{low}, inf); "
+                          f"got {value!r}.")
+    return int(value)
+
+
+def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction: float = 0.0,
+                 heldout_count: int | None = None, seed: int = 0,
+                 parts_per_slice: int | None = None, dtype=np.float32) -> Corpus:
+    """Validate, hold out whole documents and cache the training blocks.
+
+    Parameters
+    ----------
+    minibatch_size : documents per round (SCVB0's |M| in documents); the
+        corpus is cut into ceil(D_train / minibatch_size) slices.
+    heldout_fraction, heldout_count : whole documents kept out of training
+        for evaluation, chosen by a seeded hash of the document id (a count
+        takes precedence over a fraction).
+    parts_per_slice : partitions (tasks) per round; default the cluster's
+        default parallelism.
+    """
+    sc = source.rdd.context
+    minibatch_size = _positive_int("minibatch_size", minibatch_size)
+    if not (0.0 <= float(heldout_fraction) < 1.0):
+        raise CorpusError(f"The 'heldout_fraction' parameter must be a float in the range "
+                          f"[0, 1); got {heldout_fraction!r}.")
+    if heldout_count is not None:
+        heldout_count = _positive_int("heldout_count", heldout_count, low=0)
+    parts_per_slice = _positive_int("parts_per_slice", parts_per_slice or sc.defaultParallelism)
+
+    docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        stats = validate(source)
+        n_nonempty = stats["docs"] - stats["empty"]
+
+        def nonempty(d):
+            return len(d[1]) > 0 and bool((d[2] > 0).any())
+
+        def clean(d):
+            pos = d[2] > 0
+            return d[0], d[1][pos], d[2][pos]
+
+        docs_ok = docs.filter(nonempty).map(clean)
+        threshold = -1.0
+        if heldout_count:
+            if heldout_count >= n_nonempty:
+                raise CorpusError(f"The 'heldout_count' parameter ({heldout_count}) must be "
+                                  f"smaller than the number of non-empty documents "
+                                  f"({n_nonempty}).")
+            keys = docs_ok.map(lambda d: float(uniform_per_doc(seed, STREAM_HELDOUT,
+                                                                 np.array([d[0]]))[0]))
+            threshold = keys.takeOrdered(heldout_count)[-1]
+        elif heldout_fraction > 0:
+            threshold = float(heldout_fraction)
+
+        def tag(it):
+            batch = list(it)
+            if not batch:
+                return iter(())
+            ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
+            u = uniform_per_doc(seed, STREAM_HELDOUT, ids)
+            return ((bool(u[i] <= threshold) if heldout_count else bool(u[i] < threshold), d)
+                    for i, d in enumerate(batch))
+
+        tagged = docs_ok.mapPartitions(tag)
+        train_docs = tagged.filter(lambda x: not x[0]).map(lambda x: x[1])
+        held_docs = tagged.filter(lambda x: x[0]).map(lambda x: x[1])
+
+        n_train = train_docs.count()
+        if n_train == 0:
+            raise CorpusError("No training documents are left after holding out documents; "
+                              "lower 'heldout_fraction' or 'heldout_count'.")
+        n_slices = max(1, math.ceil(n_train / minibatch_size))
+        p = parts_per_slice
+        n_parts = n_slices * p
+
+        def assign(it):
+            batch = list(it)
+            if not batch:
+                return iter(())
+            ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
+            s = np.minimum((uniform_per_doc(seed, STREAM_SLICE, ids) * n_slices).astype(np.int64),
+                           n_slices - 1)
+            i = np.minimum((uniform_per_doc(seed, STREAM_PART, ids) * p).astype(np.int64), p - 1)
+            return ((int(s[k] * p + i[k]), d) for k, d in enumerate(batch))
+
+        def make_block(it):
+            yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
+
+        train = (train_docs.mapPartitions(assign).partitionBy(n_parts, lambda x: x)
+                 .mapPartitions(make_block, preservesPartitioning=True)
+                 .setName("sparklda training blocks").persist(StorageLevel.MEMORY_ONLY))
+        per_part = train.map(lambda b: (b.n_docs, b.n_tokens, b.nnz, b.nbytes())).collect()
+        arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
+        slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
+        slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
+
+        heldout = None
+        n_held = 0
+        if threshold >= 0:
+            n_eval = sc.defaultParallelism
+
+            def split(d):
+                (ta, ca), (tb, cb) = split_halves(d[0], d[1], d[2], seed)
+                return d[0], (ta, ca), (tb, cb)
+
+            def make_heldout(it):
+                items = list(it)
+                obs = DocBlock.from_docs(((i, a[0], a[1]) for i, a, _ in items), dtype=dtype)
+                tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
+                yield HeldoutBlock(obs, tgt)
+
+            heldout = (held_docs.map(lambda d: (d[0], d)).partitionBy(n_eval).values()
+                       .map(split).mapPartitions(make_heldout)
+                       .setName("sparklda held-out blocks").persist(StorageLevel.MEMORY_ONLY))
+            n_held = heldout.map(lambda h: h.n_docs).sum()
+    finally:
+        docs.unpersist()
+
+    corpus = Corpus(
+        train=train, heldout=heldout, vocab_size=source.vocab_size, vocab=source.vocab,
+        n_slices=n_slices, parts_per_slice=p, slice_docs=slice_docs, slice_tokens=slice_tokens,
+        n_train_docs=int(slice_docs.sum()), n_train_tokens=float(slice_tokens.sum()),
+        n_train_pairs=int(arr[:, 2].sum()), n_heldout_docs=int(n_held),
+        n_empty_docs=int(stats["empty"]), train_bytes=int(arr[:, 3].sum()), seed=seed)
+    corpus.report = {
+        "documents_read": int(stats["docs"]), "empty_documents_skipped": corpus.n_empty_docs,
+        "training_documents": corpus.n_train_docs, "training_tokens": corpus.n_train_tokens,
+        "training_pairs": corpus.n_train_pairs, "heldout_documents": corpus.n_heldout_docs,
+        "vocab_size": corpus.vocab_size, "slices": n_slices, "parts_per_slice": p,
+        "cached_bytes": corpus.train_bytes,
+        "cached_bytes_per_pair": corpus.train_bytes / max(1, corpus.n_train_pairs),
+    }
+    log.info("corpus: %s", corpus.report)
+    if corpus.n_empty_docs:
+        log.info("skipped %d empty documents", corpus.n_empty_docs)
+    return corpus

@@ -1,0 +1,46 @@
+"""Counter-based random numbers: a pure function of (seed, stream, doc id).
+
+Every random draw the algorithms make is a hash of the run's seed, a stream
+number (for example the pass over the corpus) and the document id, so the
+result never depends on which executor, partition or task attempt ran it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, elementwise over a uint64 array (wrapping)."""
+    x = np.asarray(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = x + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+        return z ^ (z >> np.uint64(31))
+
+
+def doc_keys(seed: int, stream: int, doc_ids: np.ndarray) -> np.ndarray:
+    """One 64-bit key per document for (seed, stream); uint64 array."""
+    with np.errstate(over="ignore"):
+        base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _M1 + np.uint64(stream & 0xFFFFFFFF))
+        return splitmix64(np.asarray(doc_ids, dtype=np.int64).astype(np.uint64) ^ base)
+
+
+def uniform_matrix(seed: int, stream: int, doc_ids: np.ndarray, k: int, dtype=np.float64) -> np.ndarray:
+    """A (len(doc_ids), k) matrix of uniforms in (0, 1), row j a function of
+    (seed, stream, doc_ids[j]) only."""
+    keys = doc_keys(seed, stream, doc_ids)
+    with np.errstate(over="ignore"):
+        counters = keys[:, None] + np.arange(1, k + 1, dtype=np.uint64)[None, :] * _GOLDEN
+    bits = splitmix64(counters) >> np.uint64(11)  # 53 random bits
+    return ((bits.astype(np.float64) + 0.5) / float(1 << 53)).astype(dtype, copy=False)
+
+
+def uniform_per_doc(seed: int, stream: int, doc_ids: np.ndarray) -> np.ndarray:
+    """One uniform in (0, 1) per document (used for seeded splits)."""
+    return uniform_matrix(seed, stream, doc_ids, 1)[:, 0]

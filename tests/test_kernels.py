@@ -1,0 +1,113 @@
+"""Kernels against the plain references in tests/reference.py (no JVM needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sparklda import kernels
+from tests import reference
+
+
+def random_block(rng, n_docs=7, vocab=13, max_len=9, empty_every=3):
+    indptr = [0]
+    local, counts = [], []
+    for j in range(n_docs):
+        if j % empty_every == 1:
+            indptr.append(indptr[-1])
+            continue
+        n = rng.integers(1, max_len)
+        terms = np.sort(rng.choice(vocab, size=n, replace=False))
+        local.extend(terms)
+        counts.extend(rng.integers(1, 5, size=n))
+        indptr.append(indptr[-1] + n)
+    return (np.array(indptr, dtype=np.int64), np.array(local, dtype=np.int32),
+            np.array(counts, dtype=np.float64))
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 2e-4)])
+@pytest.mark.parametrize("burnin", [0, 1, 3])
+def test_scvb0_block_matches_reference(dtype, rtol, burnin):
+    rng = np.random.default_rng(0)
+    indptr, local, counts = random_block(rng)
+    k = 5
+    phi_norm = rng.random((13, k)) + 0.01
+    lengths = np.diff(np.concatenate([[0], np.cumsum(counts)])[indptr])
+    theta0 = kernels.init_doc_stats(rng.random((len(indptr) - 1, k)), lengths)
+    want = reference.scvb0_block(indptr, local, counts, phi_norm, theta0, 0.1, burnin)
+    got = kernels.scvb0_block(indptr, local, counts.astype(dtype), phi_norm.astype(dtype),
+                              theta0.astype(dtype), 0.1, burnin)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3)
+    # every token's responsibilities sum to one: the block's N̂ mass is its token count
+    assert got.sum() == pytest.approx(counts.sum(), rel=rtol * 10)
+
+
+@pytest.mark.parametrize("burnin", [0, 2])
+def test_clumping_equals_repeated_token_updates(burnin):
+    """Eq. 9 (one update per distinct term) equals m token-by-token Eq. 6 updates."""
+    rng = np.random.default_rng(1)
+    k = 4
+    phi_norm = rng.random((6, k)) + 0.05
+    tokens = [0, 0, 0, 2, 5, 5]
+    theta0 = rng.random(k)
+    theta0 *= len(tokens) / theta0.sum()
+    want, _ = reference.scvb0_unclumped_doc(tokens, phi_norm, theta0, 0.1, burnin)
+    got = kernels.scvb0_block(np.array([0, 3]), np.array([0, 2, 5], dtype=np.int32),
+                              np.array([3.0, 1.0, 2.0]), phi_norm, theta0[None, :], 0.1, burnin)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_foldin_and_loglik_match_reference():
+    rng = np.random.default_rng(2)
+    indptr, local, counts = random_block(rng, n_docs=6)
+    k = 4
+    phi = rng.dirichlet(np.ones(13), size=k).T  # (V, K) columns are topics
+    want = reference.foldin_block(indptr, local, counts, phi, 0.1, max_iter=50, tol=1e-6)
+    got = kernels.foldin_block(indptr, local, counts, phi, 0.1, max_iter=50, tol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    np.testing.assert_allclose(got.sum(1), 1.0)
+    empty = np.diff(indptr) == 0
+    np.testing.assert_allclose(got[empty], 1.0 / k)
+    want_ll = reference.loglik_block(indptr, local, counts, phi, got)
+    got_ll = kernels.loglik_block(indptr, local, counts, phi, got)
+    np.testing.assert_allclose(got_ll, want_ll, rtol=1e-12)
+
+
+def test_foldin_recovers_a_pure_document():
+    k, v = 3, 9
+    phi = np.zeros((v, k)) + 1e-6
+    for t in range(k):
+        phi[t * 3:(t + 1) * 3, t] = 1.0
+    phi /= phi.sum(0, keepdims=True)
+    indptr = np.array([0, 3])
+    local = np.array([3, 4, 5], dtype=np.int32)
+    counts = np.array([10.0, 10.0, 10.0])
+    theta = kernels.foldin_block(indptr, local, counts, phi, 0.1)
+    assert theta[0].argmax() == 1 and theta[0, 1] > 0.95
+
+
+def test_random_streams_depend_only_on_seed_stream_and_doc():
+    ids = np.array([5, 9, 1_000_000_007], dtype=np.int64)
+    a = kernels.uniform_matrix(3, 1, ids, 4)
+    b = kernels.uniform_matrix(3, 1, ids[::-1], 4)[::-1]
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, kernels.uniform_matrix(3, 2, ids, 4))
+    assert not np.allclose(a, kernels.uniform_matrix(4, 1, ids, 4))
+    assert ((a > 0) & (a < 1)).all()
+    u = kernels.uniform_per_doc(0, 0, np.arange(20000))
+    assert abs(u.mean() - 0.5) < 0.01
+
+
+def test_kernels_import_without_pyspark():
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "import sparklda.kernels as k\n"
+        "assert 'pyspark' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"

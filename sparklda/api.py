@@ -19,11 +19,13 @@ log = logging.getLogger("sparklda")
 
 
 def fit(source: DocSource, params: TrainParams, initial_model=None, on_round=None,
-        on_corpus=None) -> TrainResult:
+        on_corpus=None, heldout=None) -> TrainResult:
     """Validate ``params`` and the documents, build the corpus and train.
 
     Elapsed times in the result count from the start of this call, so corpus
-    building (block layout and caching) is included. ``initial_model`` (a
+    building (block layout and caching) is included. ``heldout`` (an RDD of
+    :class:`~sparklda.block.HeldoutBlock`, see :func:`sparklda.corpus.heldout_blocks`)
+    replaces the held-out split of ``params``. ``initial_model`` (a
     :class:`~sparklda.model.TopicModel`) warm-starts training; its
     vocabulary is merged with the corpus's by :func:`sparklda.warmstart`.
     """
@@ -37,7 +39,8 @@ def fit(source: DocSource, params: TrainParams, initial_model=None, on_round=Non
     corpus = build_corpus(
         source, minibatch_size=params.minibatch_size, heldout_fraction=params.heldout_fraction,
         heldout_count=params.heldout_count or None, seed=params.seed,
-        parts_per_slice=params.parts_per_slice or None, dtype=np.dtype(params.dtype))
+        parts_per_slice=params.parts_per_slice or None, dtype=np.dtype(params.dtype),
+        heldout=heldout)
     if on_corpus is not None:
         on_corpus(corpus)
     build_seconds = time.perf_counter() - start
@@ -45,7 +48,9 @@ def fit(source: DocSource, params: TrainParams, initial_model=None, on_round=Non
     try:
         result = train(corpus, params, initial, on_round=on_round, clock_start=start)
     finally:
-        corpus.unpersist()
+        corpus.train.unpersist()
+        if heldout is None and corpus.heldout is not None:
+            corpus.heldout.unpersist()
     result.report["corpus_build_seconds"] = build_seconds
     return result
 

@@ -360,9 +360,87 @@ def _positive_int(name, value, low=1):
     return int(value)
 
 
+def _nonempty(d):
+    return len(d[1]) > 0 and bool((d[2] > 0).any())
+
+
+def _clean(d):
+    pos = d[2] > 0
+    return d[0], d[1][pos], d[2][pos]
+
+
+def split_documents(source: DocSource, stats: dict, heldout_fraction: float = 0.0,
+                    heldout_count: int | None = None, seed: int = 0):
+    """Drop empty documents and split the rest into (training RDD, held-out RDD).
+
+    Held-out documents are chosen by a seeded hash of the document id: a
+    ``heldout_count`` takes the documents with the smallest hashes, a
+    ``heldout_fraction`` those whose hash falls below it. The held-out RDD is
+    None when nothing is held out.
+    """
+    if not (0.0 <= float(heldout_fraction) < 1.0):
+        raise CorpusError(f"The 'heldout_fraction' parameter must be a float in the range "
+                          f"[0, 1); got {heldout_fraction!r}.")
+    if heldout_count is not None:
+        heldout_count = _positive_int("heldout_count", heldout_count, low=0)
+    n_nonempty = stats["docs"] - stats["empty"]
+    docs_ok = source.rdd.filter(_nonempty).map(_clean)
+    threshold = -1.0
+    if heldout_count:
+        if heldout_count >= n_nonempty:
+            raise CorpusError(f"The 'heldout_count' parameter ({heldout_count}) must be smaller "
+                              f"than the number of non-empty documents ({n_nonempty}).")
+        keys = docs_ok.map(lambda d: float(uniform_per_doc(seed, STREAM_HELDOUT,
+                                                             np.array([d[0]]))[0]))
+        threshold = keys.takeOrdered(heldout_count)[-1]
+    elif heldout_fraction > 0:
+        threshold = float(heldout_fraction)
+    if threshold < 0:
+        return docs_ok, None
+    by_count = bool(heldout_count)
+
+    def tag(it):
+        batch = list(it)
+        if not batch:
+            return iter(())
+        ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
+        u = uniform_per_doc(seed, STREAM_HELDOUT, ids)
+        held = u <= threshold if by_count else u < threshold
+        return ((bool(held[i]), d) for i, d in enumerate(batch))
+
+    tagged = docs_ok.mapPartitions(tag)
+    return (tagged.filter(lambda x: not x[0]).map(lambda x: x[1]),
+            tagged.filter(lambda x: x[0]).map(lambda x: x[1]))
+
+
+def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | None = None):
+    """Document-completion blocks from an RDD of (doc_id, terms, counts).
+
+    Each document's tokens are split in half at random, seeded by (seed,
+    doc id) (:func:`sparklda.block.split_halves`). Cached; one
+    :class:`HeldoutBlock` per partition.
+    """
+    n_parts = n_parts or docs_rdd.context.defaultParallelism
+
+    def split(d):
+        (ta, ca), (tb, cb) = split_halves(d[0], d[1], d[2], seed)
+        return d[0], (ta, ca), (tb, cb)
+
+    def make_heldout(it):
+        items = list(it)
+        obs = DocBlock.from_docs(((i, a[0], a[1]) for i, a, _ in items), dtype=dtype)
+        tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
+        yield HeldoutBlock(obs, tgt)
+
+    return (docs_rdd.map(lambda d: (d[0], d)).partitionBy(n_parts).values()
+            .map(split).mapPartitions(make_heldout)
+            .setName("sparklda held-out blocks").persist(StorageLevel.MEMORY_ONLY))
+
+
 def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction: float = 0.0,
                  heldout_count: int | None = None, seed: int = 0,
-                 parts_per_slice: int | None = None, dtype=np.float32) -> Corpus:
+                 parts_per_slice: int | None = None, dtype=np.float32,
+                 heldout=None) -> Corpus:
     """Validate, hold out whole documents and cache the training blocks.
 
     Parameters
@@ -374,54 +452,21 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
         takes precedence over a fraction).
     parts_per_slice : partitions (tasks) per round; default the cluster's
         default parallelism.
+    heldout : an RDD of :class:`HeldoutBlock` to evaluate on instead (for
+        example one shared with another system in a benchmark); then no
+        documents are held out of ``source``.
     """
     sc = source.rdd.context
     minibatch_size = _positive_int("minibatch_size", minibatch_size)
-    if not (0.0 <= float(heldout_fraction) < 1.0):
-        raise CorpusError(f"The 'heldout_fraction' parameter must be a float in the range "
-                          f"[0, 1); got {heldout_fraction!r}.")
-    if heldout_count is not None:
-        heldout_count = _positive_int("heldout_count", heldout_count, low=0)
     parts_per_slice = _positive_int("parts_per_slice", parts_per_slice or sc.defaultParallelism)
 
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = validate(source)
-        n_nonempty = stats["docs"] - stats["empty"]
-
-        def nonempty(d):
-            return len(d[1]) > 0 and bool((d[2] > 0).any())
-
-        def clean(d):
-            pos = d[2] > 0
-            return d[0], d[1][pos], d[2][pos]
-
-        docs_ok = docs.filter(nonempty).map(clean)
-        threshold = -1.0
-        if heldout_count:
-            if heldout_count >= n_nonempty:
-                raise CorpusError(f"The 'heldout_count' parameter ({heldout_count}) must be "
-                                  f"smaller than the number of non-empty documents "
-                                  f"({n_nonempty}).")
-            keys = docs_ok.map(lambda d: float(uniform_per_doc(seed, STREAM_HELDOUT,
-                                                                 np.array([d[0]]))[0]))
-            threshold = keys.takeOrdered(heldout_count)[-1]
-        elif heldout_fraction > 0:
-            threshold = float(heldout_fraction)
-
-        def tag(it):
-            batch = list(it)
-            if not batch:
-                return iter(())
-            ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-            u = uniform_per_doc(seed, STREAM_HELDOUT, ids)
-            return ((bool(u[i] <= threshold) if heldout_count else bool(u[i] < threshold), d)
-                    for i, d in enumerate(batch))
-
-        tagged = docs_ok.mapPartitions(tag)
-        train_docs = tagged.filter(lambda x: not x[0]).map(lambda x: x[1])
-        held_docs = tagged.filter(lambda x: x[0]).map(lambda x: x[1])
-
+        if heldout is not None:
+            heldout_fraction, heldout_count = 0.0, None
+        train_docs, held_docs = split_documents(source, stats, heldout_fraction, heldout_count,
+                                                seed)
         n_train = train_docs.count()
         if n_train == 0:
             raise CorpusError("No training documents are left after holding out documents; "
@@ -450,26 +495,9 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
         arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
         slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
         slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
-
-        heldout = None
-        n_held = 0
-        if threshold >= 0:
-            n_eval = sc.defaultParallelism
-
-            def split(d):
-                (ta, ca), (tb, cb) = split_halves(d[0], d[1], d[2], seed)
-                return d[0], (ta, ca), (tb, cb)
-
-            def make_heldout(it):
-                items = list(it)
-                obs = DocBlock.from_docs(((i, a[0], a[1]) for i, a, _ in items), dtype=dtype)
-                tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
-                yield HeldoutBlock(obs, tgt)
-
-            heldout = (held_docs.map(lambda d: (d[0], d)).partitionBy(n_eval).values()
-                       .map(split).mapPartitions(make_heldout)
-                       .setName("sparklda held-out blocks").persist(StorageLevel.MEMORY_ONLY))
-            n_held = heldout.map(lambda h: h.n_docs).sum()
+        if held_docs is not None:
+            heldout = heldout_blocks(held_docs, seed, dtype)
+        n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
     finally:
         docs.unpersist()
 

@@ -1,18 +1,27 @@
 """Numeric kernels: pure functions over numpy arrays (numba-compiled).
 
 This package never imports pyspark; the distributed layer calls into it.
-Every kernel has a plain reference in ``tests/reference.py``.
+Every kernel has a plain reference in ``tests/reference.py`` (SCVB0, fold-in)
+or ``tests/reference_modes.py`` (CVB0, CVB, SVB).
 """
 
+from .cvb0 import cvb0_block, cvb0_init_gamma
 from .inference import foldin_block, loglik_block
 from .random import uniform_matrix, uniform_per_doc
 from .scvb0 import init_doc_stats, scvb0_block
+from .special import digamma, dirichlet_expectation_2d
+from .svb import svb_estep_block
 
 __all__ = [
+    "cvb0_block",
+    "cvb0_init_gamma",
+    "digamma",
+    "dirichlet_expectation_2d",
     "foldin_block",
     "init_doc_stats",
     "loglik_block",
     "scvb0_block",
+    "svb_estep_block",
     "uniform_matrix",
     "uniform_per_doc",
 ]

@@ -1,0 +1,203 @@
+"""Slow, plainly written references for the batch CVB0 / CVB and online VB kernels.
+
+Nothing here is clever, incremental or vectorised on purpose: every "−ij"
+statistic is recomputed from scratch from its definition, and every sum is a
+Python loop over tokens (clumps) and topics, so the compiled kernels in
+``sparklda.kernels.cvb0`` and ``sparklda.kernels.svb`` can be checked
+against them. All arithmetic is float64 whatever the inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import digamma
+
+
+def _pairs(indptr, j):
+    return list(range(int(indptr[j]), int(indptr[j + 1])))
+
+
+def _cvb_sweep(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, second_order,
+               var_phi=None, var_z=None):
+    """One sweep of Eq. 3 (CVB0) or Eq. 18 (CVB), clumped, γ updated pair by pair.
+
+    The statistics a pair p = (j, u) sees are, by definition of the
+    approximate distributed scheme, the broadcast values minus this block's
+    contributions at the start of the sweep plus its current contributions,
+    minus the pair's own current contribution m·γ_p (the clumped "−ij"):
+
+        N^Φ_uk(−p) = nphi[u,k] − Σ_{q: u_q=u} m_q γ⁰_qk + Σ_{q≠p: u_q=u} m_q γ_qk
+        N^Z_k(−p)  = nz[k]     − Σ_q m_q γ⁰_qk        + Σ_{q≠p} m_q γ_qk
+        N^Θ_jk(−p) = Σ_{q≠p in doc j} m_q γ_qk
+
+    and likewise for the variances with m γ (1 − γ) in place of m γ (Eq. 16).
+    Each value is floored at 0 (a guard against rounding, inactive in exact
+    arithmetic when the broadcast includes the block's own contributions).
+    """
+    n_pairs, n_topics = gamma.shape
+    g0 = [[float(gamma[p, k]) for k in range(n_topics)] for p in range(n_pairs)]
+    g = [row[:] for row in g0]
+    m = [float(c) for c in counts]
+    mean = lambda q, k, gg: m[q] * gg[q][k]  # noqa: E731
+    var = lambda q, k, gg: m[q] * gg[q][k] * (1.0 - gg[q][k])  # noqa: E731
+
+    for j in range(len(indptr) - 1):
+        doc = _pairs(indptr, j)
+        for p in doc:
+            u = int(local[p])
+            same_term = [q for q in range(n_pairs) if int(local[q]) == u]
+            weights = []
+            for k in range(n_topics):
+                n_theta = sum(mean(q, k, g) for q in doc if q != p)
+                n_phi = (float(nphi[u, k]) - sum(mean(q, k, g0) for q in same_term)
+                         + sum(mean(q, k, g) for q in same_term if q != p))
+                n_z = (float(nz[k]) - sum(mean(q, k, g0) for q in range(n_pairs))
+                       + sum(mean(q, k, g) for q in range(n_pairs) if q != p))
+                n_theta, n_phi, n_z = max(n_theta, 0.0), max(n_phi, 0.0), max(n_z, 0.0)
+                # Eq. 3 / first line of Eq. 18
+                w = (n_phi + eta) / (n_z + w_eta) * (n_theta + alpha)
+                if second_order:
+                    v_theta = sum(var(q, k, g) for q in doc if q != p)
+                    v_phi = (float(var_phi[u, k]) - sum(var(q, k, g0) for q in same_term)
+                             + sum(var(q, k, g) for q in same_term if q != p))
+                    v_z = (float(var_z[k]) - sum(var(q, k, g0) for q in range(n_pairs))
+                           + sum(var(q, k, g) for q in range(n_pairs) if q != p))
+                    v_theta, v_phi, v_z = max(v_theta, 0.0), max(v_phi, 0.0), max(v_z, 0.0)
+                    # second line of Eq. 18 (from Eq. 17 applied to each log term of Eq. 15)
+                    w *= math.exp(-v_theta / (2.0 * (n_theta + alpha) ** 2)
+                                  - v_phi / (2.0 * (n_phi + eta) ** 2)
+                                  + v_z / (2.0 * (n_z + w_eta) ** 2))
+                weights.append(w)
+            total = sum(weights)
+            g[p] = [w / total for w in weights]
+
+    n_rows = nphi.shape[0]
+    new_gamma = np.array(g, dtype=np.float64).reshape(n_pairs, n_topics)
+    d_nphi = np.zeros((n_rows, n_topics))
+    d_nz = np.zeros(n_topics)
+    d_var_phi = np.zeros((n_rows, n_topics))
+    d_var_z = np.zeros(n_topics)
+    for q in range(n_pairs):
+        u = int(local[q])
+        for k in range(n_topics):
+            d = mean(q, k, g) - mean(q, k, g0)
+            dv = var(q, k, g) - var(q, k, g0)
+            d_nphi[u, k] += d
+            d_nz[k] += d
+            d_var_phi[u, k] += dv
+            d_var_z[k] += dv
+    return new_gamma, d_nphi, d_nz, d_var_phi, d_var_z
+
+
+def cvb0_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta):
+    """CVB0 sweep (Eq. 3 of Foulds et al. 2013), clumped "−ij" removing m·γ.
+
+    γ_pk ∝ (N^Φ_uk(−p) + η) / (N^Z_k(−p) + Wη) · (N^Θ_jk(−p) + α), pairs in
+    storage order. Does not modify ``gamma``; returns
+    ``(new_gamma, delta_nphi, delta_nz)``.
+    """
+    new_gamma, d_nphi, d_nz, _, _ = _cvb_sweep(indptr, local, counts, gamma, nphi, nz,
+                                               alpha, eta, w_eta, False)
+    return new_gamma, d_nphi, d_nz
+
+
+def cvb_block(indptr, local, counts, gamma, nphi, nz, var_phi, var_z, alpha, eta, w_eta):
+    """CVB sweep with the Gaussian correction (Teh, Newman & Welling 2007, Eq. 16-18).
+
+    The CVB0 term times exp(−V^Θ/(2(N^Θ+α)²) − V^Φ/(2(N^Φ+η)²) + V^Z/(2(N^Z+Wη)²)),
+    all statistics "−p". Does not modify ``gamma``; returns
+    ``(new_gamma, delta_nphi, delta_nz, delta_var_phi, delta_var_z)``.
+    """
+    return _cvb_sweep(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, True,
+                      var_phi, var_z)
+
+
+def svb_estep_block(indptr, local, counts, exp_elogbeta, alpha, gamma_init, max_iter=100,
+                    tol=1e-3):
+    """E-step of Algorithm 2 of Hoffman et al. (2010), as ``onlineldavb.py`` ``do_e_step``.
+
+    Per document: E[log θ_k] = ψ(γ_k) − ψ(Σγ); φ_pk ∝ exp(E[log θ_k]) expElogβ[u_p, k];
+    γ_k = α + Σ_p m_p φ_pk, until mean_k |Δγ_k| < tol (at most ``max_iter``
+    updates); sstats[u_p, k] += m_p φ_pk with the final γ. Empty documents:
+    γ = α. Returns ``(gamma (D, K), sstats (U, K))``.
+    """
+    n_docs = len(indptr) - 1
+    n_topics = exp_elogbeta.shape[1]
+    gamma = np.zeros((n_docs, n_topics))
+    sstats = np.zeros((exp_elogbeta.shape[0], n_topics))
+
+    def exp_elogtheta(g):
+        psi_total = float(digamma(sum(g)))
+        return [math.exp(float(digamma(x)) - psi_total) for x in g]
+
+    def phi(p, et):
+        u = int(local[p])
+        r = [et[k] * float(exp_elogbeta[u, k]) for k in range(n_topics)]
+        norm = sum(r) + 1e-100
+        return [x / norm for x in r]
+
+    for d in range(n_docs):
+        doc = _pairs(indptr, d)
+        if not doc:
+            gamma[d] = alpha
+            continue
+        g = [float(x) for x in gamma_init[d]]
+        et = exp_elogtheta(g)
+        for _ in range(max_iter):
+            new = [alpha] * n_topics
+            for p in doc:
+                r = phi(p, et)
+                for k in range(n_topics):
+                    new[k] += float(counts[p]) * r[k]
+            change = sum(abs(a - b) for a, b in zip(new, g)) / n_topics
+            g = new
+            et = exp_elogtheta(g)
+            if change < tol:
+                break
+        gamma[d] = g
+        for p in doc:
+            r = phi(p, et)
+            for k in range(n_topics):
+                sstats[int(local[p]), k] += float(counts[p]) * r[k]
+    return gamma, sstats
+
+
+def _expected_log(prior, probs):
+    """E[log(prior + n)] for n a sum of independent Bernoulli(probs): the exact
+    distribution of n by convolution (appendix of Teh, Newman & Welling 2007)."""
+    pmf = [1.0]
+    for q in probs:
+        nxt = [0.0] * (len(pmf) + 1)
+        for n, pr in enumerate(pmf):
+            nxt[n] += pr * (1.0 - q)
+            nxt[n + 1] += pr * q
+        pmf = nxt
+    return sum(pr * math.log(prior + n) for n, pr in enumerate(pmf))
+
+
+def cvb_exact_pair_gamma(indptr, local, counts, gamma, p, alpha, eta, w_eta):
+    """Eq. 15 of Teh et al. (2007) for one token p, expectations computed exactly.
+
+    The block is taken to be the whole corpus; every pair q stands for
+    ``counts[q]`` tokens that each carry the Bernoulli(γ_qk) indicator, and
+    pair p must be a single token (count 1), so removing it is the exact
+    token-level "−ij". Returns γ_p (K,).
+    """
+    assert counts[p] == 1
+    n_pairs, n_topics = gamma.shape
+    doc = next(j for j in range(len(indptr) - 1) if indptr[j] <= p < indptr[j + 1])
+    u = int(local[p])
+    logits = []
+    for k in range(n_topics):
+        def tokens(qs):
+            return [float(gamma[q, k]) for q in qs if q != p for _ in range(int(counts[q]))]
+        in_doc = tokens(_pairs(indptr, doc))
+        same_term = tokens([q for q in range(n_pairs) if int(local[q]) == u])
+        everywhere = tokens(range(n_pairs))
+        logits.append(_expected_log(alpha, in_doc) + _expected_log(eta, same_term)
+                      - _expected_log(w_eta, everywhere))
+    top = max(logits)
+    w = [math.exp(x - top) for x in logits]
+    return np.array([x / sum(w) for x in w])

@@ -19,29 +19,39 @@ import _common  # noqa: E402
 log = _common.logging.getLogger("sparklda.job")
 
 
+def params_from_config(cfg: dict):
+    """TrainParams from the [training] and [evaluation] tables, validated."""
+    from sparklda.params import TrainParams
+
+    known = {"training", "evaluation", "input", "output", "spark"}
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise ValueError(f"Unknown configuration table(s) {unknown}; known: {sorted(known)}.")
+    if "model" not in cfg.get("output", {}):
+        raise ValueError("output.model (the model directory to write) is required.")
+    training = {k: v for k, v in cfg.get("training", {}).items() if k != "initial_model"}
+    return TrainParams.from_dict({**training, **cfg.get("evaluation", {})}).validate()
+
+
 def run(spark, cfg: dict) -> dict:
     """Train as ``cfg`` says; returns the metrics written to metrics.json."""
     from sparklda.api import fit, source_from_config
-    from sparklda.params import TrainParams
 
     input_cfg = dict(cfg.get("input", {}))
     for key in ("docword", "vocab", "path"):
         input_cfg[key] = _common.resolve_sample(input_cfg.get(key))
     input_cfg = {k: v for k, v in input_cfg.items() if v is not None}
+    params = params_from_config(cfg)
     out = cfg.get("output", {})
-    if "model" not in out:
-        raise SystemExit("error: output.model (the model directory to write) is required")
     model_path = out["model"]
     metrics_path = out.get("metrics") or os.path.join(
         os.path.dirname(os.path.abspath(model_path)) if "://" not in model_path else ".",
         "metrics.json")
-    params = TrainParams.from_dict({**cfg.get("training", {}), **cfg.get("evaluation", {})})
-    params.validate()
     initial = None
-    if cfg.get("training_init", {}).get("model") or out.get("initial_model"):
+    if cfg.get("training", {}).get("initial_model"):
         from sparklda.model import TopicModel
 
-        initial = TopicModel.load(cfg.get("training_init", {}).get("model") or out["initial_model"])
+        initial = TopicModel.load(cfg["training"]["initial_model"])
         log.info("warm start from %s (k=%d, %d terms)", initial.metadata.get("mode"), initial.k,
                  initial.vocab_size)
 
@@ -83,6 +93,11 @@ def main(argv=None) -> int:
     args = _common.base_parser(__doc__.splitlines()[0]).parse_args(argv)
     _common.setup_logging(args.log_level)
     cfg = _common.load_config(args.config, args.set)
+    try:
+        params_from_config(cfg)  # bad parameters fail before Spark starts
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     _common.require_java()
     spark = _common.build_session(cfg, args.master, "sparklda-train")
     try:

@@ -1,0 +1,163 @@
+"""The model: persistence (atomic), topics, transform, evaluation; parameters."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from sparklda.corpus import CorpusError, build_corpus
+from sparklda.model import TopicModel
+from sparklda.params import TrainParams
+from tests.conftest import planted_source
+
+
+def small_model(vocab=True, k=3, v=7, seed=0):
+    rng = np.random.default_rng(seed)
+    tw = rng.gamma(1.0, 5.0, size=(v, k))
+    return TopicModel(tw, 0.1, 0.01, [f"t{i}" for i in range(v)] if vocab else None,
+                      {"mode": "scvb0", "rounds": 4})
+
+
+@pytest.mark.parametrize("vocab", [True, False])
+def test_save_load_round_trip(tmp_path, vocab):
+    m = small_model(vocab)
+    path = str(tmp_path / "model")
+    m.save(path)
+    assert sorted(os.listdir(path)) == ["metadata.json", "topics.parquet"]
+    meta = json.loads(open(os.path.join(path, "metadata.json")).read())
+    assert meta["k"] == 3 and meta["vocab_size"] == 7 and meta["mode"] == "scvb0"
+    assert {"format_version", "sparklda_version", "spark_version", "created"} <= set(meta)
+    back = TopicModel.load(path)
+    np.testing.assert_array_equal(back.topic_word, m.topic_word)
+    assert back.alpha == m.alpha and back.eta == m.eta and back.vocab == m.vocab
+    assert back.metadata["rounds"] == 4
+
+
+def test_save_refuses_to_overwrite_and_is_atomic(tmp_path, monkeypatch):
+    path = str(tmp_path / "model")
+    good = small_model(seed=1)
+    good.save(path)
+    with pytest.raises(FileExistsError, match="already exists; pass overwrite=True"):
+        small_model(seed=2).save(path)
+    # a crash in the middle of writing the replacement leaves the good model intact
+    import pyarrow.parquet as pq
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pq, "write_table", boom)
+    with pytest.raises(OSError, match="disk full"):
+        small_model(seed=3).save(path, overwrite=True)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(TopicModel.load(path).topic_word, good.topic_word)
+    assert os.listdir(tmp_path) == ["model"], "temporary files were left behind"
+    newer = small_model(seed=4)
+    newer.save(path, overwrite=True)
+    np.testing.assert_array_equal(TopicModel.load(path).topic_word, newer.topic_word)
+    assert os.listdir(tmp_path) == ["model"]
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No sparklda model"):
+        TopicModel.load(str(tmp_path / "missing"))
+
+
+def test_topics_matrix_and_describe_topics():
+    tw = np.zeros((5, 2))
+    tw[[0, 1], 0] = [10, 5]
+    tw[[3, 4], 1] = [2, 8]
+    m = TopicModel(tw, 0.1, 0.01, list("abcde"))
+    phi = m.topics_matrix()
+    assert phi.shape == (5, 2)
+    np.testing.assert_allclose(phi.sum(0), 1.0)
+    np.testing.assert_allclose(phi[:, 0], (tw[:, 0] + 0.01) / (15 + 5 * 0.01))
+    top = m.describe_topics(2)
+    assert top[0]["terms"] == ["a", "b"] and top[1]["terms"] == ["e", "d"]
+    assert top[1]["termIndices"] == [4, 3]
+    assert top[0]["termWeights"][0] == pytest.approx(phi[0, 0])
+    assert "topic   1: e d" in m.format_topics(2)
+    with pytest.raises(ValueError, match="'maxTermsPerTopic' parameter must be an int"):
+        m.describe_topics(0)
+
+
+def test_transform_folds_in_on_executors(spark):
+    from pyspark.ml.linalg import Vectors
+
+    tw = np.full((6, 2), 0.0)
+    tw[:3, 0] = 50.0
+    tw[3:, 1] = 50.0
+    m = TopicModel(tw, 0.1, 0.01)
+    df = spark.createDataFrame([(0, Vectors.sparse(6, {0: 5.0, 1: 3.0})),
+                                (1, Vectors.sparse(6, {4: 4.0, 5: 1.0})),
+                                (2, Vectors.sparse(6, {}))], ["id", "features"])
+    out = m.transform(df).orderBy("id").collect()
+    assert out[0]["topicDistribution"][0] > 0.95
+    assert out[1]["topicDistribution"][1] > 0.95
+    np.testing.assert_allclose(out[2]["topicDistribution"].toArray(), [0.5, 0.5])
+    for r in out:
+        assert r["topicDistribution"].toArray().sum() == pytest.approx(1.0)
+    with pytest.raises(CorpusError, match="already exists"):
+        m.transform(df.withColumnRenamed("id", "topicDistribution"))
+    bad = spark.createDataFrame([(0, Vectors.sparse(9, {0: 1.0}))], ["id", "features"])
+    with pytest.raises(Exception, match="vocabulary size 6"):
+        m.transform(bad).collect()
+
+
+def test_evaluate_prefers_the_true_topics(spark):
+    """The document-completion score ranks the planted topics above noise."""
+    corpus = build_corpus(planted_source(spark), heldout_count=30, seed=1)
+    try:
+        k, w = 4, 6
+        truth = np.zeros((k * w, k))
+        for t in range(k):
+            truth[t * w:(t + 1) * w, t] = 100.0
+        good = TopicModel(truth, 0.1, 0.01).evaluate(corpus.heldout)
+        noise = TopicModel(np.random.default_rng(0).random((k * w, k)), 0.1, 0.01).evaluate(
+            corpus.heldout)
+        assert good.documents == 30
+        assert good.loglik_per_token > noise.loglik_per_token + 0.5
+        assert good.perplexity == pytest.approx(np.exp(-good.loglik_per_token))
+        # a uniform model scores exactly log(1/V)
+        flat = TopicModel(np.ones((k * w, k)), 0.1, 0.0).evaluate(corpus.heldout)
+        assert flat.loglik_per_token == pytest.approx(np.log(1 / (k * w)), abs=1e-6)
+    finally:
+        corpus.unpersist()
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("k", 1, "The 'k' parameter of LDA must be an int in the range [2, inf). Got 1 instead."),
+    ("k", 2.5, "The 'k' parameter of LDA must be an int in the range [2, inf). Got 2.5 instead."),
+    ("alpha", 0.0, "The 'alpha' parameter of LDA must be a float in the range (0, inf). Got 0.0"),
+    ("eta", -1, "The 'eta' parameter of LDA must be a float in the range (0, inf). Got -1"),
+    ("passes", 0, "The 'passes' parameter of LDA must be an int in the range [1, inf). Got 0"),
+    ("kappa_phi", 0.2, "The 'kappa_phi' parameter of LDA must be a float in the range [0.5, 1]."),
+    ("minibatch_size", True, "The 'minibatch_size' parameter of LDA must be an int"),
+    ("algorithm", "gibbs", "The 'algorithm' parameter of LDA must be one of"),
+    ("dtype", "float16", "The 'dtype' parameter of LDA must be one of ['float32', 'float64']"),
+    ("alpha", float("nan"), "The 'alpha' parameter of LDA must be a float"),
+])
+def test_parameter_validation_messages(name, value, message):
+    with pytest.raises(ValueError) as e:
+        TrainParams(**{name: value}).validate()
+    assert message in str(e.value)
+
+
+def test_unknown_parameter_and_schedule_start():
+    with pytest.raises(ValueError, match="Unknown LDA parameter\\(s\\) \\['topics'\\]"):
+        TrainParams.from_dict({"topics": 5})
+    with pytest.raises(ValueError, match="s_phi/\\(tau_phi\\)\\^kappa_phi must start at most 1"):
+        TrainParams(s_phi=100.0, tau_phi=1.0).validate()
+    TrainParams().validate()  # the defaults are valid
+
+
+def test_k_below_two_fails_before_any_spark_job(spark):
+    from sparklda.api import fit
+
+    sc = spark.sparkContext
+    before = sc.statusTracker().getJobIdsForGroup()
+    with pytest.raises(ValueError, match="'k' parameter of LDA must be an int in the range \\[2"):
+        fit(planted_source(spark), TrainParams(k=1))
+    assert sc.statusTracker().getJobIdsForGroup() == before

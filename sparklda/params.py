@@ -30,7 +30,8 @@ class TrainParams:
     eta: float = 0.01
     #: Passes over the training corpus (SCVB0/SVB) or iterations (CVB0/CVB).
     passes: int = 20
-    #: Stop after this many seconds of training (checked between rounds); 0 = no limit.
+    #: Stop after this many seconds from the start of fit (checked between rounds, at
+    #: least one round runs; evaluation time excluded); 0 = no limit.
     time_budget: float = 0.0
     #: Documents per round (|M|); the corpus is cut into minibatch slices of this size.
     minibatch_size: int = 1000

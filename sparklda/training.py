@@ -151,7 +151,8 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None, on_round
     t = -1
     try:
         for t in range(total_rounds):
-            if params.time_budget and time.perf_counter() - start - eval_time >= params.time_budget:
+            if (params.time_budget and t > 0
+                    and time.perf_counter() - start - eval_time >= params.time_budget):
                 log.info("time budget of %.1f s reached after %d rounds", params.time_budget, t)
                 t -= 1
                 break

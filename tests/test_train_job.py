@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from sparklda.model import TopicModel
@@ -126,3 +127,28 @@ def test_java_check_says_so_plainly(monkeypatch, tmp_path):
     monkeypatch.delenv("JAVA_HOME")
     monkeypatch.setenv("PATH", str(tmp_path))
     assert "no `java` was found on PATH" in _java.java_problem()
+
+
+def test_job_trains_from_json_lines_text(spark, tmp_path):
+    """Raw text in JSON lines: Spark ML tokenizer, stop words, vocabulary limits."""
+    rng = np.random.default_rng(0)
+    groups = [["galaxy", "orbit", "telescope", "planet", "comet"],
+              ["goalie", "hockey", "puck", "season", "playoff"]]
+    lines = []
+    for i in range(60):
+        words = rng.choice(groups[i % 2], size=30)
+        lines.append(json.dumps({"id": i, "text": "The " + " and ".join(words) + "!"}))
+    lines.append(json.dumps({"id": 60, "text": ""}))
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    cfg = _common.load_config(write_config(tmp_path), [
+        "input.format=json", f"input.path={path}", "input.id_col=id", "input.min_df=2",
+        "training.k=2", "training.passes=30", "training.minibatch_size=20",
+        "training.s_phi=5.0", "training.tau_phi=10.0", "evaluation.heldout_count=6",
+        "evaluation.eval_every=0"])
+    metrics = train_lda.run(spark, cfg)
+    model = TopicModel.load(str(tmp_path / "model"))
+    assert sorted(model.vocab) == sorted(groups[0] + groups[1])  # stop words removed
+    assert metrics["report"]["corpus"]["empty_documents_skipped"] == 1
+    tops = [set(t["terms"]) for t in model.describe_topics(5)]
+    assert sorted(map(sorted, tops)) == sorted(map(sorted, map(set, groups)))

@@ -23,7 +23,7 @@ def params_from_config(cfg: dict):
     """TrainParams from the [training] and [evaluation] tables, validated."""
     from sparklda.params import TrainParams
 
-    known = {"training", "evaluation", "input", "output", "spark"}
+    known = {"training", "evaluation", "input", "output", "spark", "infer"}  # infer: infer_topics
     unknown = sorted(set(cfg) - known)
     if unknown:
         raise ValueError(f"Unknown configuration table(s) {unknown}; known: {sorted(known)}.")
@@ -49,9 +49,9 @@ def run(spark, cfg: dict) -> dict:
         "metrics.json")
     initial = None
     if cfg.get("training", {}).get("initial_model"):
-        from sparklda.model import TopicModel
+        from sparklda.ml import load_topic_model  # TopicModel, LDAModel or PipelineModel dir
 
-        initial = TopicModel.load(cfg["training"]["initial_model"])
+        initial = load_topic_model(cfg["training"]["initial_model"], spark)
         log.info("warm start from %s (k=%d, %d terms)", initial.metadata.get("mode"), initial.k,
                  initial.vocab_size)
 
@@ -64,6 +64,7 @@ def run(spark, cfg: dict) -> dict:
     metrics = {
         "command": " ".join(sys.argv), "started": started, "wall_seconds": time.time() - started,
         "params": params.to_dict(), "input": input_cfg, "model": model_path,
+        "initial_model": cfg.get("training", {}).get("initial_model"),
         "report": result.report, "final": final, "evaluations": result.evaluations,
         "rounds": result.rounds,
         "spark": {"master": spark.sparkContext.master, "version": spark.version,

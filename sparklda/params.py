@@ -34,7 +34,8 @@ class TrainParams:
     #: least one round runs; evaluation time excluded); 0 = no limit.
     time_budget: float = 0.0
     #: Documents per round (|M|); the corpus is cut into minibatch slices of this size.
-    minibatch_size: int = 1000
+    #: 2000: see docs/benchmarks.md ("Minibatch size") for the measurements behind it.
+    minibatch_size: int = 2000
     #: SCVB0 burn-in passes over each document before the accumulating pass.
     burnin: int = 1
     #: ρ^Φ = s/(τ+t)^κ per minibatch of ``schedule_minibatch`` documents (paper: 10, 1000, 0.9, 100).

@@ -75,6 +75,16 @@ class Mode:
         """(V, K) topic-word statistics N^Φ such that φ̂ ∝ N^Φ + η per topic."""
         raise NotImplementedError
 
+    def release(self, bc, t: int):
+        """Free round ``t``'s broadcast once the round is done (default: destroy it).
+
+        A mode whose cached state still depends on the broadcast through RDD
+        lineage (CVB0's γ blocks until their next checkpoint) may instead
+        unpersist it now and destroy it once that lineage is cut, so a lost
+        partition can still be recomputed.
+        """
+        bc.destroy()
+
     def report(self) -> dict:
         return {}
 
@@ -166,7 +176,7 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None, on_round
             r3 = time.perf_counter()
             info = mode.update(stats, t)
             r4 = time.perf_counter()
-            bc.destroy()
+            mode.release(bc, t)
             r5 = time.perf_counter()
             tokens = float(stats.extra.get("tokens", 0.0))
             row = {"round": t + 1, "passes": (t + 1) / mode.rounds_per_pass,

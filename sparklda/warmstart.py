@@ -1,10 +1,64 @@
-"""Warm start: continue training from a model on a new or grown corpus."""
+"""Warm start and vocabulary alignment: continue training from a model on a new
+or grown corpus, and express new documents in a model's vocabulary.
+
+Term ids are checked before they are used as indices (a negative id would
+otherwise wrap around silently), so a bad document fails with a message that
+names it instead of training on the wrong terms.
+"""
 
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 
 from .corpus import CorpusError, DocSource
+
+log = logging.getLogger("sparklda.warmstart")
+
+
+def merge_vocabularies(old: list, new: list) -> tuple[list, np.ndarray]:
+    """(merged vocabulary, mapping of ``new`` ids to merged ids).
+
+    The old terms keep their ids; terms of ``new`` not in ``old`` are appended
+    in their order in ``new``.
+    """
+    index = {t: i for i, t in enumerate(old)}
+    merged = list(old)
+    mapping = np.empty(len(new), dtype=np.int64)
+    for j, term in enumerate(new):
+        i = index.get(term)
+        if i is None:
+            i = len(merged)
+            index[term] = i
+            merged.append(term)
+        mapping[j] = i
+    return merged, mapping
+
+
+def _remap(source: DocSource, mapping: np.ndarray, vocab_size: int, vocab,
+           drop_negative=False) -> DocSource:
+    """``source`` with term id t replaced by ``mapping[t]`` (ids outside ``mapping`` are an
+    error; with ``drop_negative``, terms mapped to −1 are dropped)."""
+    m_bc = source.rdd.context.broadcast(mapping)
+    n, what = len(mapping), source.what
+
+    def remap(d):
+        doc_id, terms, counts = d
+        terms = np.asarray(terms, dtype=np.int64)
+        counts = np.asarray(counts, dtype=np.float64)
+        bad = (terms < 0) | (terms >= n)
+        if bad.any():
+            raise CorpusError(f"{what} has term id {int(terms[bad][0])} in document {doc_id}, "
+                              f"outside the vocabulary of {n} terms.")
+        new = m_bc.value[terms]
+        if drop_negative:
+            keep = new >= 0
+            new, counts = new[keep], counts[keep]
+        order = np.argsort(new, kind="stable")
+        return doc_id, new[order], counts[order]
+
+    return DocSource(source.rdd.map(remap), vocab_size, vocab, source.what, source.declared_docs)
 
 
 def align_initial(model, source: DocSource, params):
@@ -12,39 +66,47 @@ def align_initial(model, source: DocSource, params):
 
     The model's terms keep their ids; terms new in ``source`` are appended
     after them and start from the prior (zero statistics). Without
-    vocabularies on both sides the sizes must match.
+    vocabularies on both sides the sizes must match and the term ids are
+    taken to mean the same terms (a warning says so when only the model has
+    a vocabulary); the result keeps whichever vocabulary is known.
     """
     if model.k != params.k:
         raise CorpusError(f"The 'k' parameter ({params.k}) must equal the initial model's k "
-                          f"({model.k}).")
+                          f"({model.k}) to continue training from it.")
     if model.vocab is None or source.vocab is None:
         if source.vocab_size != model.vocab_size:
-            raise CorpusError(f"The corpus has {source.vocab_size} terms but the initial model "
-                              f"has {model.vocab_size}; provide vocabularies to merge them.")
-        return source, model.topic_word
-    index = {t: i for i, t in enumerate(model.vocab)}
-    merged = list(model.vocab)
-    mapping = np.empty(len(source.vocab), dtype=np.int64)
-    for j, term in enumerate(source.vocab):
-        i = index.get(term)
-        if i is None:
-            i = len(merged)
-            index[term] = i
-            merged.append(term)
-        mapping[j] = i
+            raise CorpusError(f"The corpus ({source.what}) has {source.vocab_size} terms but the "
+                              f"initial model has {model.vocab_size}; provide vocabularies on "
+                              f"both sides to merge them.")
+        if model.vocab is not None:
+            log.warning("warm start: %s has no vocabulary; its term ids are taken to be the "
+                        "initial model's (%d terms)", source.what, model.vocab_size)
+        vocab = source.vocab if source.vocab is not None else model.vocab
+        # same ids: build_corpus's validation checks them (negative or too large)
+        same = DocSource(source.rdd, source.vocab_size, vocab, source.what, source.declared_docs)
+        return same, np.array(model.topic_word, dtype=np.float64)
+    merged, mapping = merge_vocabularies(model.vocab, source.vocab)
     tw = np.zeros((len(merged), model.k))
     tw[: model.vocab_size] = model.topic_word
-    identity = len(merged) == len(source.vocab) and np.array_equal(mapping, np.arange(len(mapping)))
-    if identity:
-        return source, tw
-    m_bc = source.rdd.context.broadcast(mapping)
+    log.info("warm start: %d terms of the initial model, %d new terms from %s", model.vocab_size,
+             len(merged) - model.vocab_size, source.what)
+    return _remap(source, mapping, len(merged), merged), tw
 
-    def remap(d):
-        doc_id, terms, counts = d
-        new = m_bc.value[terms]
-        order = np.argsort(new, kind="stable")
-        return doc_id, new[order], counts[order]
 
-    remapped = DocSource(source.rdd.map(remap), len(merged), merged, source.what,
-                         source.declared_docs)
-    return remapped, tw
+def project_to_vocabulary(source: DocSource, vocab, vocab_size: int) -> DocSource:
+    """Documents of ``source`` expressed in a model's vocabulary (for inference).
+
+    With both vocabularies known, terms are matched by name and terms the
+    model does not know are dropped. Otherwise the vocabulary sizes must
+    match and ids are kept (and checked).
+    """
+    if vocab is None or source.vocab is None:
+        if source.vocab_size != vocab_size:
+            raise CorpusError(f"The documents ({source.what}) have {source.vocab_size} terms but "
+                              f"the model has {vocab_size}; provide vocabularies on both sides "
+                              f"to match terms by name.")
+        return _remap(source, np.arange(vocab_size), vocab_size, vocab)
+    index = {t: i for i, t in enumerate(vocab)}
+    mapping = np.fromiter((index.get(t, -1) for t in source.vocab), dtype=np.int64,
+                          count=len(source.vocab))
+    return _remap(source, mapping, vocab_size, list(vocab), drop_negative=True)

@@ -14,11 +14,22 @@ from .config import FASTMATH, JIT_OPTIONS
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
 def _scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin,
-                 s_theta, tau_theta, kappa_theta, nhat):
+                 s_theta, tau_theta, kappa_theta, rho_tab, log1m_tab, nhat):
+    """The compiled body of :func:`scvb0_block`.
+
+    ``rho_tab[t]`` and ``log1m_tab[t]`` = log(1 − rho_tab[t]) are the step
+    sizes at integer token positions t (built by :func:`_step_tables`); an
+    empty table means "counts are not all integers": then ρ and (1−ρ)^m are
+    computed with pow per pair. Every scalar is of the statistics' dtype, so
+    nothing in the loops over topics is promoted to float64 and each of them
+    vectorises (two passes over K per pair: γ and its sum, then the N^Θ and
+    N̂^Φ updates with the normalisation folded into their scalars).
+    """
     n_docs = indptr.shape[0] - 1
     n_topics = phi_norm.shape[1]
     zero = alpha - alpha
-    one = zero + 1
+    one = zero + np.float32(1)  # of alpha's type (a bare 1 would promote float32 to float64)
+    use_tab = rho_tab.shape[0] > 0
     ntheta = np.empty(n_topics, dtype=phi_norm.dtype)
     gamma = np.empty(n_topics, dtype=phi_norm.dtype)
     for j in range(n_docs):
@@ -32,28 +43,58 @@ def _scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin,
         for k in range(n_topics):
             ntheta[k] = theta_init[j, k]
         t = zero
+        ti = 0
         for sweep in range(burnin + 1):
             last = sweep == burnin
             for p in range(start, end):
                 u = local[p]
                 m = counts[p]
+                row = phi_norm[u]
                 norm = zero
                 for k in range(n_topics):
-                    g = phi_norm[u, k] * (ntheta[k] + alpha)
+                    g = row[k] * (ntheta[k] + alpha)
                     gamma[k] = g
                     norm += g
                 inv = one / norm
-                rho = s_theta / (tau_theta + t) ** kappa_theta
-                decay = (one - rho) ** m
+                if use_tab:
+                    rho = rho_tab[ti]
+                    if m == one:
+                        decay = one - rho
+                    else:
+                        decay = np.exp(m * log1m_tab[ti])
+                    ti += np.int64(m)
+                else:
+                    rho = s_theta / (tau_theta + t) ** kappa_theta
+                    decay = (one - rho) ** m
+                    t += m
                 a = c_j * (one - decay) * inv
-                for k in range(n_topics):
-                    ntheta[k] = decay * ntheta[k] + a * gamma[k]
                 if last:
                     b = m * inv
+                    out = nhat[u]
                     for k in range(n_topics):
-                        nhat[u, k] += b * gamma[k]
-                t += m
+                        gk = gamma[k]
+                        ntheta[k] = decay * ntheta[k] + a * gk
+                        out[k] += b * gk
+                else:
+                    for k in range(n_topics):
+                        ntheta[k] = decay * ntheta[k] + a * gamma[k]
     return nhat
+
+
+def _step_tables(indptr, counts, burnin, s_theta, tau_theta, kappa_theta, dtype):
+    """ρ_t = s/(τ+t)^κ and log(1−ρ_t) for t = 0 … (burnin+1)·max C_j, computed in
+    float64 and cast to ``dtype``; empty tables when a count is not an integer
+    (the kernel then evaluates the powers per pair)."""
+    if counts.size == 0 or not np.all(counts == np.floor(counts)):
+        empty = np.zeros(0, dtype=dtype)
+        return empty, empty
+    csum = np.concatenate([[0.0], np.cumsum(counts, dtype=np.float64)])
+    longest = float(np.max(csum[indptr[1:]] - csum[indptr[:-1]]))
+    t = np.arange(int(longest) * (burnin + 1) + 1, dtype=np.float64)
+    rho = s_theta / (tau_theta + t) ** kappa_theta
+    with np.errstate(divide="ignore"):
+        log1m = np.log1p(-np.minimum(rho, 1.0))
+    return rho.astype(dtype), log1m.astype(dtype)
 
 
 def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
@@ -99,17 +140,19 @@ def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
 
     Equivalent to ``tests/reference.py::scvb0_block`` (plain Python loops).
     """
+    phi_norm = np.ascontiguousarray(phi_norm)
     dtype = phi_norm.dtype
     cast = dtype.type
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    counts = np.ascontiguousarray(counts, dtype=dtype)
+    rho_tab, log1m_tab = _step_tables(indptr, counts, int(burnin), float(s_theta),
+                                      float(tau_theta), float(kappa_theta), dtype)
     nhat = np.zeros(phi_norm.shape, dtype=dtype)
     return _scvb0_block(
-        np.ascontiguousarray(indptr, dtype=np.int64),
-        np.ascontiguousarray(local, dtype=np.int32),
-        np.ascontiguousarray(counts, dtype=dtype),
-        np.ascontiguousarray(phi_norm),
+        indptr, np.ascontiguousarray(local, dtype=np.int32), counts, phi_norm,
         np.ascontiguousarray(theta_init, dtype=dtype),
         cast(alpha), int(burnin), cast(s_theta), cast(tau_theta), cast(kappa_theta),
-        nhat,
+        rho_tab, log1m_tab, nhat,
     )
 
 
@@ -120,3 +163,53 @@ def init_doc_stats(uniforms: np.ndarray, doc_lengths: np.ndarray) -> np.ndarray:
     """
     u = np.asarray(uniforms)
     return u / u.sum(axis=1, keepdims=True) * np.asarray(doc_lengths, dtype=u.dtype)[:, None]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _scatter_add_rows(acc, idx, rows):
+    k = rows.shape[1]
+    for i in range(rows.shape[0]):
+        out = acc[idx[i]]
+        row = rows[i]
+        for j in range(k):
+            out[j] += row[j]
+    return acc
+
+
+def scatter_add_rows(acc, idx, rows):
+    """Add ``rows[i]`` to ``acc[idx[i]]`` in place (the driver's merge of the
+    tasks' sparse N̂^Φ rows); ``idx`` may repeat. Returns ``acc``.
+
+    Equivalent to ``np.add.at(acc, idx, rows)``.
+    """
+    return _scatter_add_rows(acc, np.ascontiguousarray(idx, dtype=np.int64),
+                             np.ascontiguousarray(rows))
+
+
+@numba.njit(**JIT_OPTIONS)
+def _add_scaled_rows(base, mirror, terms, rows, factor, totals):
+    k = rows.shape[1]
+    for i in range(rows.shape[0]):
+        b = base[terms[i]]
+        m = mirror[terms[i]]
+        row = rows[i]
+        for j in range(k):
+            v = b[j] + factor * row[j]
+            b[j] = v
+            m[j] = v
+            totals[j] += row[j]
+    return totals
+
+
+def add_scaled_rows(base, mirror, terms, rows, factor):
+    """The driver's SCVB0 update of touched rows, in one pass over them:
+    ``base[terms] += factor · rows`` and ``mirror[terms] = base[terms]`` (the
+    broadcast copy in the kernels' dtype). ``terms`` are distinct. Returns the
+    column sums of ``rows`` (float64, the N̂^Z of the update).
+
+    Equivalent to ``base[terms] += factor * rows; mirror[terms] = base[terms];
+    rows.sum(0)``.
+    """
+    totals = np.zeros(rows.shape[1], dtype=np.float64)
+    return _add_scaled_rows(base, mirror, np.ascontiguousarray(terms, dtype=np.int64),
+                            np.ascontiguousarray(rows), float(factor), totals)

@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
+from ..kernels.scvb0 import add_scaled_rows, scatter_add_rows
 from ..stats import TopicStats
 from ..training import Mode, register
 
@@ -41,28 +42,60 @@ def round_step(docs_seen: int, m_docs: int, s: float, tau: float, kappa: float,
     return float(-np.expm1(np.log1p(-np.minimum(rho_d, 1.0)).sum()))
 
 
-def scvb0_task(bc, seed, pass_no, alpha, burnin, s_theta, tau_theta, kappa_theta):
-    """The per-partition function of a round (built from plain values)."""
+def scvb0_task(bc, seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_theta):
+    """The per-partition function of a round (built from plain values).
+
+    The broadcast holds ``(terms, rows, scale, inv_nz)``: N^Φ/scale for the
+    rows ``terms`` (sorted; None = every term, rows indexed by term id) in
+    the kernels' dtype, and 1/(N^Z + Wη). Each task forms its block's
+    (N^Φ_w + η)/(N^Z + Wη) rows itself, so the driver's work per round is
+    proportional to the rows the round touches, not to V·K.
+    """
 
     def run(blocks):
-        phi_norm = bc.value
+        terms, rows_all, scale, inv_nz = bc.value
+        dtype = rows_all.dtype
         for block in blocks:
             t0 = time.perf_counter()
             if block.n_docs == 0:
                 continue
-            rows = phi_norm[block.terms]
+            idx = block.terms if terms is None else np.searchsorted(terms, block.terms)
+            rows = rows_all[idx]
+            rows *= dtype.type(scale)
+            rows += dtype.type(eta)
+            rows *= inv_nz
             k = rows.shape[1]
             theta0 = init_doc_stats(
-                uniform_matrix(seed, STREAM_DOC_INIT + pass_no, block.doc_ids, k, rows.dtype),
+                uniform_matrix(seed, STREAM_DOC_INIT + pass_no, block.doc_ids, k, dtype),
                 block.doc_lengths())
-            nhat = scvb0_block(block.indptr, block.local, block.counts.astype(rows.dtype,
-                               copy=False), rows, theta0, alpha, burnin, s_theta, tau_theta,
-                               kappa_theta)
+            nhat = scvb0_block(block.indptr, block.local, block.counts.astype(dtype, copy=False),
+                               rows, theta0, alpha, burnin, s_theta, tau_theta, kappa_theta)
             yield TopicStats(block.terms, nhat,
                              extra={"tokens": block.n_tokens, "docs": block.n_docs},
                              timings={"kernel": time.perf_counter() - t0})
 
     return run
+
+
+def merge_parts(parts: list) -> TopicStats:
+    """Sum the tasks' sparse rows by term: a dense scatter-add into the union
+    of their (sorted, distinct) terms, float64, in partition order."""
+    parts = [p for p in parts if p is not None and len(p.terms)]
+    if not parts:
+        return None
+    terms = parts[0].terms
+    for p in parts[1:]:
+        terms = np.union1d(terms, p.terms)
+    k = parts[0].rows.shape[1]
+    acc = np.zeros((len(terms), k), dtype=np.float64)
+    extra, timings = {}, {}
+    for p in parts:
+        scatter_add_rows(acc, np.searchsorted(terms, p.terms), p.rows)
+        for name, v in p.extra.items():
+            extra[name] = extra[name] + v if name in extra else v
+        for name, v in p.timings.items():
+            timings.setdefault(name, []).extend(v if isinstance(v, list) else [v])
+    return TopicStats(terms.astype(np.int32, copy=False), acc, extra, timings)
 
 
 @register
@@ -80,18 +113,33 @@ class SCVB0(Mode):
             base = rng.random((v, k))
             base *= c / base.sum()
         self.base = base  # N^Φ = scale · base (lazy (1−ρ) decay)
+        self.base_cast = base.astype(self.dtype)  # what is broadcast, kept in step with base
         self.scale = 1.0
         self.nz = base.sum(axis=0)
         self.w_eta = v * params.eta
+        # distinct terms of each minibatch slice, learned from its first round's statistics
+        self.slice_terms: dict[int, np.ndarray] = {}
+        self.merge_seconds = 0.0
+        self.broadcast_nbytes = 0
 
     def broadcast_value(self, t):
-        phi_norm = (self.base * self.scale + self.params.eta) / (self.nz + self.w_eta)
-        return phi_norm.astype(self.dtype)
+        inv_nz = (1.0 / (self.nz + self.w_eta)).astype(self.dtype)
+        terms = self.slice_terms.get(self.slice_of_round(t))
+        rows = self.base_cast if terms is None else self.base_cast[terms]
+        self.broadcast_nbytes = rows.nbytes + inv_nz.nbytes + (0 if terms is None else terms.nbytes)
+        return terms, rows, self.scale, inv_nz
 
     def make_task(self, bc, t):
         p = self.params
-        return scvb0_task(bc, p.seed, t // self.rounds_per_pass, p.alpha, p.burnin, p.s_theta,
-                          p.tau_theta, p.kappa_theta)
+        return scvb0_task(bc, p.seed, t // self.rounds_per_pass, p.alpha, p.eta, p.burnin,
+                          p.s_theta, p.tau_theta, p.kappa_theta)
+
+    def execute(self, sc, bc, t):
+        parts = super().execute(sc, bc, t)
+        m0 = time.perf_counter()
+        merged = merge_parts(parts)
+        self.merge_seconds = time.perf_counter() - m0
+        return [merged] if merged is not None else []
 
     def update(self, stats, t):
         p = self.params
@@ -100,17 +148,21 @@ class SCVB0(Mode):
         m_tokens = float(self.corpus.slice_tokens[s])
         rho = round_step(self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi,
                          p.schedule_minibatch)
-        if m_tokens > 0:
+        if m_tokens > 0 and len(stats.terms):
+            self.slice_terms.setdefault(s, stats.terms)
             factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
             self.scale *= 1.0 - rho
-            self.base[stats.terms] += (factor / self.scale) * stats.rows
-            self.nz = (1.0 - rho) * self.nz + factor * stats.totals
+            totals = add_scaled_rows(self.base, self.base_cast, stats.terms, stats.rows,
+                                     factor / self.scale)
+            self.nz = (1.0 - rho) * self.nz + factor * totals
             if self.scale < 1e-6:
                 self.base *= self.scale
+                self.base_cast[:] = self.base
                 self.scale = 1.0
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
-        return {"rho": rho, "slice": s, "docs": m_docs}
+        return {"rho": rho, "slice": s, "docs": m_docs, "mode_merge_s": self.merge_seconds,
+                "broadcast_bytes": self.broadcast_nbytes}
 
     def topic_word(self):
         return self.base * self.scale

@@ -86,7 +86,9 @@ def build_session(cfg: dict, master: str | None, app_name: str):
     master = master or (None if conf.contains("spark.master") else spark_cfg.get("master", "local[2]"))
     if master:
         builder = builder.master(master)
-    settings = {"spark.ui.showConsoleProgress": "false"}
+    # Round results (sparse N̂^Φ rows, a few MB per task) go straight back to the driver
+    # instead of through the block manager (Spark's default cut-off is 1 MB).
+    settings = {"spark.ui.showConsoleProgress": "false", "spark.task.maxDirectResultSize": "64m"}
     settings.update({k: str(v) for k, v in spark_cfg.get("conf", {}).items()})
     for k, v in settings.items():
         builder = builder.config(k, v)

@@ -74,6 +74,9 @@ def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
     assert [r["replicas"] for r in results["scaling"]] == [1, 2]
     assert results["scaling"][1]["training_documents"] == 2 * 130
     assert {(r["k"], r["dtype"]) for r in results["kernel"]} == {(20, "float32"), (20, "float64")}
+    floor = results["floor"]  # the same rounds without the kernel
+    assert floor["minibatch_size"] == 70 and floor["rounds_measured"] >= 2
+    assert 0 < floor["job_s"] <= floor["round_s"]
 
     for name in ("results.json", "points.csv", "rounds.csv", "sweep.csv", "scaling.csv",
                  "kernel.csv", "curves.png"):
@@ -83,7 +86,8 @@ def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
     assert all(t["status"] in ("PASS", "MISS") for t in saved["targets"])
     text = page.read_text()
     for needle in ("## Targets", "curves.png", "jobs/benchmark.py --quick (test)", "Spark 4",
-                   "## Closing note", "## Minibatch size", "## Round cost against corpus size"):
+                   "## Closing note", "## Minibatch size", "## Round cost against corpus size",
+                   "## A round without the kernel"):
         assert needle in text, needle
 
 

@@ -310,3 +310,71 @@ def run_kernel(opts: Options, results: dict):
     for r in results["kernel"]:
         log.info("kernel K=%d %s: %.3g topic-updates/s (ceiling %.3g)", r["k"], r["dtype"],
                  r["kernel_updates_per_s"], r["ceiling_updates_per_s"])
+
+
+def _null_task(bc, k, dtype):
+    """A round's task without the arithmetic: read the broadcast and the block,
+    return zero N̂^Φ rows for the block's terms (the real task's result size)."""
+    from ..stats import TopicStats
+
+    def run(blocks):
+        terms, rows, scale, inv_nz = bc.value
+        for block in blocks:
+            if block.n_docs == 0:
+                continue
+            yield TopicStats(block.terms, np.zeros((len(block.terms), k), dtype=dtype),
+                             extra={"tokens": block.n_tokens, "docs": block.n_docs})
+
+    return run
+
+
+def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc, passes: int = 2):
+    """Spark's share of an SCVB0 round at the default settings, without the kernel.
+
+    The same corpus layout, the same broadcast (SCVB0's own ``broadcast_value``)
+    and results of the real size (zero rows for each block's terms), merged by
+    the real merge, for ``passes`` passes of rounds; no kernel and no update.
+    The median is the floor under a round's time that the kernel cannot remove:
+    with it, the best kernel share at these settings is kernel / (kernel + floor).
+    """
+    from ..api import fit  # noqa: F401  (registers the modes via training)
+    from ..corpus import build_corpus, from_vectors
+    from ..modes.scvb0 import SCVB0, merge_parts
+    from ..params import TrainParams
+
+    sc = spark.sparkContext
+    params = TrainParams(algorithm="scvb0", k=spec.k, alpha=opts.alpha, seed=opts.seed,
+                         **opts.params)
+    source = from_vectors(bc.train_df, "features", id_col="doc_id", vocab=bc.vocab)
+    corpus = build_corpus(source, minibatch_size=params.minibatch_size, seed=params.seed,
+                          parts_per_slice=params.parts_per_slice or None,
+                          dtype=np.dtype(params.dtype), heldout=bc.heldout)
+    rows = []
+    try:
+        mode = SCVB0(corpus, params)
+        for t in range(passes * mode.rounds_per_pass):
+            r0 = time.perf_counter()
+            b = sc.broadcast(mode.broadcast_value(t))
+            r1 = time.perf_counter()
+            parts = sc.runJob(corpus.train, _null_task(b, params.k, mode.dtype),
+                              mode.round_partitions(t))
+            r2 = time.perf_counter()
+            merged = merge_parts(parts)
+            if merged is not None:
+                mode.slice_terms.setdefault(mode.slice_of_round(t), merged.terms)
+            r3 = time.perf_counter()
+            b.destroy()
+            r4 = time.perf_counter()
+            rows.append({"round": t + 1, "broadcast_s": r1 - r0, "job_s": r2 - r1,
+                         "merge_s": r3 - r2, "destroy_s": r4 - r3, "round_s": r4 - r0,
+                         "broadcast_bytes": mode.broadcast_nbytes})
+    finally:
+        corpus.train.unpersist()
+    rr = rows[mode.rounds_per_pass:] if len(rows) > mode.rounds_per_pass else rows
+    med = {key: float(np.median([r[key] for r in rr]))
+           for key in ("round_s", "broadcast_s", "job_s", "merge_s", "destroy_s")}
+    results["floor"] = {"corpus": spec.name, "k": spec.k,
+                        "minibatch_size": params.minibatch_size,
+                        "parts_per_slice": corpus.parts_per_slice,
+                        "rounds_measured": len(rr), **med, "rounds": rows}
+    log.info("round floor on %s: %s", spec.name, med)

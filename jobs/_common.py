@@ -122,3 +122,28 @@ def resolve_sample(path: str | None) -> str | None:
 
         return str(files("sparklda").joinpath("data", path[len("sample:"):]))
     return path
+
+
+def job_main(argv, doc: str, check_config, run, app_name: str) -> int:
+    """A job's ``main``: parse the command line, load the configuration, check it
+    with ``check_config`` before Spark starts, then ``run(spark, cfg)``. Bad
+    settings or input print ``error: ...`` and return 2; the session is always
+    stopped."""
+    args = base_parser(doc.splitlines()[0]).parse_args(argv)
+    setup_logging(args.log_level)
+    cfg = load_config(args.config, args.set)
+    try:
+        check_config(cfg)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    require_java()
+    spark = build_session(cfg, args.master, app_name)
+    try:
+        run(spark, cfg)
+    except (ValueError, FileExistsError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    return 0

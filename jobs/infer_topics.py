@@ -148,24 +148,8 @@ def run(spark, cfg: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    args = _common.base_parser(__doc__.splitlines()[0]).parse_args(argv)
-    _common.setup_logging(args.log_level)
-    cfg = _common.load_config(args.config, args.set)
-    try:
-        settings_from_config(cfg)  # bad settings fail before Spark starts
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    _common.require_java()
-    spark = _common.build_session(cfg, args.master, "sparklda-infer")
-    try:
-        run(spark, cfg)
-    except (ValueError, FileExistsError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        spark.stop()
-    return 0
+    # bad settings fail before Spark starts
+    return _common.job_main(argv, __doc__, settings_from_config, run, "sparklda-infer")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ import time
 import numpy as np
 
 from .block import DocBlock
-from .corpus import CorpusError, DocSource, build_corpus, from_text, from_vectors, read_uci
+from .corpus import (CorpusError, DocSource, build_corpus, check_vector_column, from_text,
+                     from_vectors, read_uci)
 from .params import TrainParams
 from .training import TrainResult, train
 
@@ -64,12 +65,7 @@ def transform_dataframe(model, df, features_col="features", output_col="topicDis
 
     from .kernels import foldin_block
 
-    if features_col not in df.columns:
-        raise CorpusError(f"Column {features_col!r} (featuresCol) does not exist; the DataFrame "
-                          f"has columns {df.columns}.")
-    if not isinstance(df.schema[features_col].dataType, VectorUDT):
-        raise CorpusError(f"Column {features_col!r} (featuresCol) must be of type VectorUDT; got "
-                          f"{df.schema[features_col].dataType.simpleString()}.")
+    check_vector_column(df, features_col)
     if output_col in df.columns:
         raise CorpusError(f"Output column {output_col!r} (topicDistributionCol) already exists.")
     v = model.vocab_size

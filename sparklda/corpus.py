@@ -123,6 +123,21 @@ def read_uci(spark, docword_path: str, vocab_path: str | None = None,
     return DocSource(grouped.map(to_doc), n_words, vocab, what, declared_docs=n_docs)
 
 
+def check_vector_column(df, col: str, param: str = "featuresCol"):
+    """Raise :class:`CorpusError` unless ``df[col]`` exists and holds Spark ML
+    vectors (term counts, as ``CountVectorizer`` produces)."""
+    from pyspark.ml.linalg import VectorUDT
+
+    if col not in df.columns:
+        raise CorpusError(f"Column {col!r} ({param}) does not exist; the DataFrame has "
+                          f"columns {df.columns}.")
+    dtype = df.schema[col].dataType
+    if not isinstance(dtype, VectorUDT):
+        raise CorpusError(f"Column {col!r} ({param}) must be of type "
+                          f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
+                          f"produces); got {dtype.simpleString()}.")
+
+
 def from_vectors(df, features_col: str = "features", id_col: str | None = None,
                  vocab: list | None = None) -> DocSource:
     """Documents from a DataFrame column of Spark ML vectors of term counts.
@@ -131,17 +146,9 @@ def from_vectors(df, features_col: str = "features", id_col: str | None = None,
     takes. ``id_col`` (integral) names each document; without it documents
     are numbered by their position in the DataFrame.
     """
-    from pyspark.ml.linalg import VectorUDT
     from pyspark.sql.types import IntegralType
 
-    if features_col not in df.columns:
-        raise CorpusError(f"Column {features_col!r} (featuresCol) does not exist; "
-                          f"the DataFrame has columns {df.columns}.")
-    dtype = df.schema[features_col].dataType
-    if not isinstance(dtype, VectorUDT):
-        raise CorpusError(f"Column {features_col!r} (featuresCol) must be of type "
-                          f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
-                          f"produces); got {dtype.simpleString()}.")
+    check_vector_column(df, features_col)
     if id_col is not None:
         if id_col not in df.columns:
             raise CorpusError(f"Column {id_col!r} (idCol) does not exist; the DataFrame has "
@@ -467,7 +474,8 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
             heldout_fraction, heldout_count = 0.0, None
         train_docs, held_docs = split_documents(source, stats, heldout_fraction, heldout_count,
                                                 seed)
-        n_train = train_docs.count()
+        # nothing held out: every non-empty document trains (no counting job needed)
+        n_train = (stats["docs"] - stats["empty"]) if held_docs is None else train_docs.count()
         if n_train == 0:
             raise CorpusError("No training documents are left after holding out documents; "
                               "lower 'heldout_fraction' or 'heldout_count'.")

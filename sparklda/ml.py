@@ -388,16 +388,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
 
 def _check_features(dataset, col):
-    from pyspark.ml.linalg import VectorUDT
+    from .corpus import check_vector_column
 
-    if col not in dataset.columns:
-        raise CorpusError(f"Column {col!r} (featuresCol) does not exist; the DataFrame has "
-                          f"columns {dataset.columns}.")
-    dtype = dataset.schema[col].dataType
-    if not isinstance(dtype, VectorUDT):
-        raise CorpusError(f"Column {col!r} (featuresCol) must be of type "
-                          f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
-                          f"produces); got {dtype.simpleString()}.")
+    check_vector_column(dataset, col)
 
 
 def _declared_size(dataset, col):

@@ -337,7 +337,6 @@ def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc, passes:
     The median is the floor under a round's time that the kernel cannot remove:
     with it, the best kernel share at these settings is kernel / (kernel + floor).
     """
-    from ..api import fit  # noqa: F401  (registers the modes via training)
     from ..corpus import build_corpus, from_vectors
     from ..modes.scvb0 import SCVB0, merge_parts
     from ..params import TrainParams

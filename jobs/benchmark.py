@@ -8,7 +8,9 @@ the same held-out documents. Writes ``results.json`` and CSVs of every
 measurement plus ``curves.png`` to ``--out`` and regenerates
 ``docs/benchmarks.md``.
 
-The committed command (about 20-30 minutes on 2 cores)::
+The committed command (about 25-30 minutes on 2 cores), after
+``pip install -e ".[bench]"`` (psutil for the driver's peak memory, matplotlib
+for the plot)::
 
     spark-submit --driver-memory 8g jobs/benchmark.py
 
@@ -70,6 +72,8 @@ def parser():
                    help="corpus of the sweep, the replication and the overhead target "
                         "(default: the last one of --corpora)")
     p.add_argument("--scaling", default="1,2,4", help="replication factors ('' to skip)")
+    p.add_argument("--scaling-repeats", type=int, default=3,
+                   help="passes of each replica, interleaved, for the round-time medians")
     p.add_argument("--kernel-ks", default="20,100,1000",
                    help="K of the kernel microbenchmark ('' to skip)")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks"),
@@ -148,6 +152,7 @@ def resolve_options(args):
                    kernel_docs=200 if args.quick else 1000,
                    sweep_corpus=sweep, sweep_minibatch=_ints(args.sweep_minibatch),
                    scaling_corpus=sweep, scaling_replicas=_ints(args.scaling),
+                   scaling_repeats=1 if args.quick else args.scaling_repeats,
                    warm_up=not (args.quick or args.no_warm_up))
     return opts
 

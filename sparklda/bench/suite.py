@@ -58,6 +58,7 @@ class Options:
     sweep_passes: int = 1
     scaling_corpus: str | None = None
     scaling_replicas: list = field(default_factory=lambda: [1, 2, 4])
+    scaling_repeats: int = 3
     gensim_workers: int = 1
     warm_up: bool = True
 
@@ -271,32 +272,51 @@ def run_sweep(spark, spec: CorpusSpec, opts: Options, results: dict, bc=None):
 
 def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None):
     """Median SCVB0 round time with the corpus replicated ×r at one minibatch size
-    (``base``: the prepared ×1 corpus, reused)."""
+    (``base``: the prepared ×1 corpus, reused).
+
+    Each replica trains one pass, ``opts.scaling_repeats`` times, the replicas
+    interleaved (×1, ×2, ×4, ×1, ...) so that a slow spell of a shared machine
+    does not land on one replica only; the median is over every round but the
+    first of each fit.
+    """
     from ..api import fit
     from ..corpus import from_vectors
     from ..params import TrainParams
 
-    rows = []
-    for r in opts.scaling_replicas:
-        reuse = base is not None and int(r) == 1
-        bc = base if reuse else prepare(spark, spec.name, spec.path, spec.heldout_count,
-                                        seed=opts.seed, replicate=int(r))
-        try:
-            params = TrainParams(algorithm="scvb0", k=spec.k, alpha=opts.alpha, passes=1,
-                                 seed=opts.seed, **opts.params)
-            source = from_vectors(bc.train_df, "features", id_col="doc_id", vocab=bc.vocab)
-            result = fit(source, params, heldout=None)
-            summ = _round_summary(result.rounds)
-            rows.append({"corpus": spec.name, "k": spec.k, "replicas": int(r),
+    prepared = {}
+    runs = {int(r): [] for r in opts.scaling_replicas}
+    try:
+        for r in opts.scaling_replicas:
+            r = int(r)
+            reuse = base is not None and r == 1
+            prepared[r] = (base if reuse else
+                           prepare(spark, spec.name, spec.path, spec.heldout_count,
+                                   seed=opts.seed, replicate=r), reuse)
+        params = TrainParams(algorithm="scvb0", k=spec.k, alpha=opts.alpha, passes=1,
+                             seed=opts.seed, **opts.params)
+        for _ in range(max(1, opts.scaling_repeats)):
+            for r, (bc, _reuse) in prepared.items():
+                source = from_vectors(bc.train_df, "features", id_col="doc_id", vocab=bc.vocab)
+                result = fit(source, params, heldout=None)
+                runs[r].append(result)
+        rows = []
+        for r, results_r in runs.items():
+            bc = prepared[r][0]
+            rounds = [x for res in results_r for x in res.rounds[1:]]
+            summ = _round_summary(rounds, skip_first=0)
+            rows.append({"corpus": spec.name, "k": spec.k, "replicas": r,
                          "training_documents": bc.n_train_docs,
                          "minibatch_size": params.minibatch_size,
-                         "rounds_per_pass": result.report["corpus"]["slices"],
+                         "rounds_per_pass": results_r[0].report["corpus"]["slices"],
+                         "repeats": len(results_r), "rounds_measured": len(rounds),
                          "median_round_s": summ.get("round_s"),
-                         "median_job_s": float(np.median([x["job_s"] for x in result.rounds])),
+                         "median_job_s": float(np.median([x["job_s"] for x in rounds])),
                          "median_kernel_s": summ.get("kernel_s"),
-                         "build_s": result.report["corpus_build_seconds"]})
+                         "build_s": float(np.median([x.report["corpus_build_seconds"]
+                                                     for x in results_r]))})
             log.info("scaling ×%s: %s", r, rows[-1])
-        finally:
+    finally:
+        for bc, reuse in prepared.values():
             if not reuse:
                 bc.unpersist()
     results["scaling"] = rows

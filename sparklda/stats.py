@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .kernels.scvb0 import scatter_add_rows
+
 
 @dataclass
 class TopicStats:
@@ -34,31 +36,30 @@ class TopicStats:
 
     @staticmethod
     def merge_all(parts: list) -> "TopicStats":
-        """Sum rows by term over all parts (sort-based, O(n log n))."""
+        """Sum rows by term over all parts: a float64 scatter-add into the union of
+        their (sorted, distinct) terms, in the order of ``parts`` (so the sums do
+        not depend on which task finished first). ``extra`` is summed,
+        ``timings`` are kept as lists."""
         parts = [p for p in parts if p is not None]
         if not parts:
             raise ValueError("nothing to merge")
-        if len(parts) == 1:
-            p = parts[0]
-            return TopicStats(p.terms, p.rows, dict(p.extra),
-                              {k: list(v) if isinstance(v, list) else [v] for k, v in p.timings.items()})
         k = parts[0].rows.shape[1]
-        all_terms = np.concatenate([p.terms for p in parts])
-        dtype = np.result_type(*[p.rows.dtype for p in parts])
-        all_rows = np.concatenate([p.rows.astype(dtype, copy=False).reshape(-1, k) for p in parts])
-        order = np.argsort(all_terms, kind="stable")
-        sorted_terms = all_terms[order]
-        starts = np.flatnonzero(np.r_[True, sorted_terms[1:] != sorted_terms[:-1]])
-        if len(sorted_terms):
-            rows = np.add.reduceat(all_rows[order], starts, axis=0)
-        else:
-            rows = np.zeros((0, k), dtype=dtype)
-        extra = {}
+        terms = parts[0].terms
+        for p in parts[1:]:
+            terms = np.union1d(terms, p.terms)
+        rows = np.zeros((len(terms), k), dtype=np.float64)
+        extra, timings = {}, {}
         for p in parts:
+            if len(p.terms):
+                scatter_add_rows(rows, np.searchsorted(terms, p.terms), p.rows.reshape(-1, k))
             for name, v in p.extra.items():
                 extra[name] = extra[name] + v if name in extra else v
-        timings = {}
-        for p in parts:
             for name, v in p.timings.items():
                 timings.setdefault(name, []).extend(v if isinstance(v, list) else [v])
-        return TopicStats(sorted_terms[starts].astype(np.int32), rows, extra, timings)
+        return TopicStats(np.asarray(terms, dtype=np.int32), rows, extra, timings)
+
+    def to_dense(self, n_rows: int) -> "TopicStats":
+        """The same statistics with a row for every term id ``0 … n_rows−1``."""
+        rows = np.zeros((n_rows, self.rows.shape[1]), dtype=self.rows.dtype)
+        rows[self.terms] = self.rows
+        return TopicStats(np.arange(n_rows, dtype=np.int32), rows, self.extra, self.timings)

@@ -111,3 +111,52 @@ def test_kernels_import_without_pyspark():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
+
+
+def test_scatter_add_rows_matches_numpy_add_at():
+    from sparklda.kernels.scvb0 import scatter_add_rows
+
+    rng = np.random.default_rng(0)
+    acc = rng.random((30, 7))
+    idx = rng.integers(0, 30, size=50)  # repeats on purpose
+    rows = rng.random((50, 7)).astype(np.float32)
+    expected = acc.copy()
+    np.add.at(expected, idx, rows)
+    np.testing.assert_allclose(scatter_add_rows(acc, idx, rows), expected, rtol=1e-12)
+
+
+def test_add_scaled_rows_matches_numpy():
+    from sparklda.kernels.scvb0 import add_scaled_rows
+
+    rng = np.random.default_rng(1)
+    base = rng.random((40, 5))
+    mirror = base.astype(np.float32)
+    terms = np.sort(rng.choice(40, size=12, replace=False))
+    rows = rng.random((12, 5))
+    exp_base = base.copy()
+    exp_base[terms] += 0.3 * rows
+    totals = add_scaled_rows(base, mirror, terms, rows, 0.3)
+    np.testing.assert_allclose(base, exp_base, rtol=1e-12)
+    np.testing.assert_allclose(mirror, exp_base.astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(totals, rows.sum(0), rtol=1e-12)
+
+
+def test_merge_all_sums_rows_by_term():
+    from sparklda.stats import TopicStats
+
+    rng = np.random.default_rng(2)
+    v, k = 25, 4
+    parts, dense = [], np.zeros((v, k))
+    for i in range(3):
+        terms = np.sort(rng.choice(v, size=8, replace=False)).astype(np.int32)
+        rows = rng.random((8, k)).astype(np.float32)
+        dense[terms] += rows
+        parts.append(TopicStats(terms, rows, {"tokens": 10.0 * (i + 1)}, {"kernel": 0.1}))
+    merged = TopicStats.merge_all(parts)
+    seen = np.flatnonzero(dense.any(axis=1))
+    np.testing.assert_array_equal(merged.terms, seen)  # sorted, distinct: only terms that occur
+    np.testing.assert_allclose(merged.rows, dense[seen], rtol=1e-6)
+    assert merged.extra["tokens"] == 60.0 and merged.timings["kernel"] == [0.1] * 3
+    full = merged.to_dense(v)
+    np.testing.assert_allclose(full.rows, dense, rtol=1e-6)
+    np.testing.assert_array_equal(full.terms, np.arange(v))

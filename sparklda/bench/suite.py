@@ -358,7 +358,8 @@ def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc, passes:
     with it, the best kernel share at these settings is kernel / (kernel + floor).
     """
     from ..corpus import build_corpus, from_vectors
-    from ..modes.scvb0 import SCVB0, merge_parts
+    from ..modes.scvb0 import SCVB0
+    from ..stats import TopicStats
     from ..params import TrainParams
 
     sc = spark.sparkContext
@@ -378,7 +379,7 @@ def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc, passes:
             parts = sc.runJob(corpus.train, _null_task(b, params.k, mode.dtype),
                               mode.round_partitions(t))
             r2 = time.perf_counter()
-            merged = merge_parts(parts)
+            merged = TopicStats.merge_all(parts) if parts else None
             if merged is not None:
                 mode.slice_terms.setdefault(mode.slice_of_round(t), merged.terms)
             r3 = time.perf_counter()

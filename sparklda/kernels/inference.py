@@ -18,7 +18,6 @@ def _foldin_block(indptr, local, counts, phi, alpha, max_iter, tol, theta):
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     zero = alpha - alpha
-    one = zero + 1
     ntheta = np.empty(n_topics, dtype=phi.dtype)
     new = np.empty(n_topics, dtype=phi.dtype)
     for j in range(n_docs):

@@ -171,21 +171,6 @@ def stats_task(second_order):
     return run
 
 
-def scatter_parts(parts: list, n_rows: int, width: int) -> TopicStats:
-    """Sum the partitions' sparse rows into a dense (n_rows, width) float64
-    array, in partition order (deterministic); extra summed, timings listed."""
-    acc = np.zeros((n_rows, width), dtype=np.float64)
-    extra, timings = {}, {}
-    for p in parts:
-        if len(p.terms):
-            acc[p.terms] += p.rows
-        for name, v in p.extra.items():
-            extra[name] = extra[name] + v if name in extra else v
-        for name, v in p.timings.items():
-            timings.setdefault(name, []).extend(v if isinstance(v, list) else [v])
-    return TopicStats(np.arange(n_rows, dtype=np.int32), acc, extra, timings)
-
-
 def _delete_checkpoint_files(sc, rdd) -> None:
     path = rdd.getCheckpointFile() if rdd is not None else None
     if not path:
@@ -294,7 +279,7 @@ class CVB0(Mode):
         """Materialise ``self.rdd`` and sum its blocks' statistics on the driver."""
         parts = self.sc.runJob(self.rdd, stats_task(self.second_order))
         s0 = time.perf_counter()
-        merged = scatter_parts(parts, self.v, self.width)
+        merged = TopicStats.merge_all(parts).to_dense(self.v)
         self.stats_seconds = time.perf_counter() - s0
         return merged
 

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
-from ..kernels.scvb0 import add_scaled_rows, scatter_add_rows
+from ..kernels.scvb0 import add_scaled_rows
 from ..stats import TopicStats
 from ..training import Mode, register
 
@@ -87,27 +87,6 @@ def scvb0_task(bc, seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_
     return run
 
 
-def merge_parts(parts: list) -> TopicStats:
-    """Sum the tasks' sparse rows by term: a dense scatter-add into the union
-    of their (sorted, distinct) terms, float64, in partition order."""
-    parts = [p for p in parts if p is not None and len(p.terms)]
-    if not parts:
-        return None
-    terms = parts[0].terms
-    for p in parts[1:]:
-        terms = np.union1d(terms, p.terms)
-    k = parts[0].rows.shape[1]
-    acc = np.zeros((len(terms), k), dtype=np.float64)
-    extra, timings = {}, {}
-    for p in parts:
-        scatter_add_rows(acc, np.searchsorted(terms, p.terms), p.rows)
-        for name, v in p.extra.items():
-            extra[name] = extra[name] + v if name in extra else v
-        for name, v in p.timings.items():
-            timings.setdefault(name, []).extend(v if isinstance(v, list) else [v])
-    return TopicStats(terms.astype(np.int32, copy=False), acc, extra, timings)
-
-
 @register
 class SCVB0(Mode):
     name = "scvb0"
@@ -129,7 +108,6 @@ class SCVB0(Mode):
         self.w_eta = v * params.eta
         # distinct terms of each minibatch slice, learned from its first round's statistics
         self.slice_terms: dict[int, np.ndarray] = {}
-        self.merge_seconds = 0.0
         self.broadcast_nbytes = 0
 
     def broadcast_value(self, t):
@@ -143,13 +121,6 @@ class SCVB0(Mode):
         p = self.params
         return scvb0_task(bc, p.seed, t // self.rounds_per_pass, p.alpha, p.eta, p.burnin,
                           p.s_theta, p.tau_theta, p.kappa_theta)
-
-    def execute(self, sc, bc, t):
-        parts = super().execute(sc, bc, t)
-        m0 = time.perf_counter()
-        merged = merge_parts(parts)
-        self.merge_seconds = time.perf_counter() - m0
-        return [merged] if merged is not None else []
 
     def update(self, stats, t):
         p = self.params
@@ -171,7 +142,7 @@ class SCVB0(Mode):
                 self.scale = 1.0
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
-        return {"rho": rho, "slice": s, "docs": m_docs, "mode_merge_s": self.merge_seconds,
+        return {"rho": rho, "slice": s, "docs": m_docs,
                 "broadcast_bytes": self.broadcast_nbytes}
 
     def topic_word(self):

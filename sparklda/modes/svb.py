@@ -48,7 +48,6 @@ import numpy as np
 
 from ..kernels import dirichlet_expectation_2d, svb_estep_block, uniform_matrix
 from ..training import Mode, register
-from .cvb0 import scatter_parts
 
 STREAM_INIT_LAMBDA = 31
 STREAM_DOC_GAMMA = 3000  # + pass number
@@ -126,7 +125,6 @@ class SVB(Mode):
         else:
             self.lam = initial_lambda(params.seed, v, k)
         self.batch = bool(params.batch)
-        self.merge_seconds = 0.0
         self.last_rho = None
 
     # -- the round plan --------------------------------------------------
@@ -160,13 +158,6 @@ class SVB(Mode):
         return svb_task(bc, p.seed, t // self.rounds_per_pass, p.alpha, p.estep_max_iter,
                         p.estep_tol)
 
-    def execute(self, sc, bc, t):
-        parts = super().execute(sc, bc, t)
-        m0 = time.perf_counter()
-        merged = scatter_parts(parts, self.corpus.vocab_size, self.params.k)
-        self.merge_seconds = time.perf_counter() - m0
-        return [merged]
-
     def update(self, stats, t):
         p = self.params
         s_docs = self.round_docs(t)
@@ -180,7 +171,7 @@ class SVB(Mode):
         self.last_rho = rho
         self.docs_seen += s_docs
         self.tokens_seen += float(stats.extra.get("tokens", 0.0))
-        info = {"rho": rho, "docs": s_docs, "mode_merge_s": self.merge_seconds}
+        info = {"rho": rho, "docs": s_docs}
         if not self.batch:
             info["slice"] = self.slice_of_round(t)
         return info

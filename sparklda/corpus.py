@@ -27,6 +27,7 @@ import numpy as np
 from pyspark import StorageLevel
 
 from .block import DocBlock, HeldoutBlock, split_halves
+from .errors import CorpusError
 from .kernels.random import uniform_per_doc
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,6 @@ STREAM_SLICE = 2
 STREAM_PART = 3
 
 
-class CorpusError(ValueError):
-    """Bad input: the message names the problem and the column or parameter."""
 
 
 @dataclass

@@ -10,100 +10,70 @@ import time
 
 import numpy as np
 
-from .block import DocBlock
-from .corpus import (CorpusError, DocSource, build_corpus, check_vector_column, from_text,
-                     from_vectors, read_uci)
+from collections.abc import Sequence
+
+from .corpus import DocSource, build_corpus, from_text, from_vectors, load_text_dataframe, read_uci
+from .errors import CorpusError
+from .inference import transform_dataframe
+from .model import TopicModel
 from .params import TrainParams
-from .training import TrainResult, train
+from .training import Callback, TrainResult, train
+from .warmstart import align_initial
+
+__all__ = ["Callback", "TrainResult", "fit", "source_from_config", "transform",
+           "transform_dataframe"]
 
 log = logging.getLogger("sparklda")
 
 
-def fit(source: DocSource, params: TrainParams, initial_model=None, on_round=None,
-        on_corpus=None, heldout=None) -> TrainResult:
+def fit(source: DocSource, params: TrainParams, initial_model=None,
+        callbacks: Sequence[Callback] = ()) -> TrainResult:
     """Validate ``params`` and the documents, build the corpus and train.
 
+    Parameters
+    ----------
+    source : the documents (:func:`~sparklda.corpus.read_uci`,
+        :func:`~sparklda.corpus.from_vectors`, :func:`~sparklda.corpus.from_text`).
+    params : the training parameters, validated before any Spark job runs.
+        Held-out documents come from ``heldout_count``/``heldout_fraction``
+        and ``seed``; :func:`sparklda.corpus.split_documents` gives the same
+        split for scoring other systems on the same documents.
+    initial_model : a :class:`~sparklda.model.TopicModel` to warm-start from;
+        its vocabulary is merged with the corpus's
+        (:func:`sparklda.warmstart.align_initial`).
+    callbacks : :class:`~sparklda.training.Callback` objects, told when the
+        corpus is built, after each round and after each evaluation; any of
+        them may stop training early.
+
     Elapsed times in the result count from the start of this call, so corpus
-    building (block layout and caching) is included. ``heldout`` (an RDD of
-    :class:`~sparklda.block.HeldoutBlock`, see :func:`sparklda.corpus.heldout_blocks`)
-    replaces the held-out split of ``params``. ``initial_model`` (a
-    :class:`~sparklda.model.TopicModel`) warm-starts training; its
-    vocabulary is merged with the corpus's by :func:`sparklda.warmstart`.
+    building (block layout and caching) is included.
     """
     start = time.perf_counter()
     params.validate()
     initial = None
     if initial_model is not None:
-        from .warmstart import align_initial
-
         source, initial = align_initial(initial_model, source, params)
     corpus = build_corpus(
         source, minibatch_size=params.minibatch_size, heldout_fraction=params.heldout_fraction,
         heldout_count=params.heldout_count or None, seed=params.seed,
-        parts_per_slice=params.parts_per_slice or None, dtype=np.dtype(params.dtype),
-        heldout=heldout)
-    if on_corpus is not None:
-        on_corpus(corpus)
-    build_seconds = time.perf_counter() - start
-    log.info("corpus built in %.2f s: %s", build_seconds, corpus.report)
+        parts_per_slice=params.parts_per_slice or None, dtype=np.dtype(params.dtype))
     try:
-        result = train(corpus, params, initial, on_round=on_round, clock_start=start)
+        for cb in callbacks:
+            cb.on_corpus(corpus)
+        build_seconds = time.perf_counter() - start
+        log.info("corpus built in %.2f s: %s", build_seconds, corpus.report)
+        result = train(corpus, params, initial, callbacks=callbacks, clock_start=start)
     finally:
-        corpus.train.unpersist()
-        if heldout is None and corpus.heldout is not None:
-            corpus.heldout.unpersist()
+        corpus.unpersist()
     result.report["corpus_build_seconds"] = build_seconds
     return result
 
 
-def transform_dataframe(model, df, features_col="features", output_col="topicDistribution",
-                        max_iter=100):
-    """Fold every document of ``df[features_col]`` into ``model`` on the executors."""
-    from pyspark.ml.linalg import DenseVector, VectorUDT
-    from pyspark.sql import Row
-    from pyspark.sql.types import StructField, StructType
-
-    from .kernels import foldin_block
-
-    check_vector_column(df, features_col)
-    if output_col in df.columns:
-        raise CorpusError(f"Output column {output_col!r} (topicDistributionCol) already exists.")
-    v = model.vocab_size
-    phi_bc = df.sparkSession.sparkContext.broadcast(model.topics_matrix())
-    alpha = model.alpha
-    pos = df.columns.index(features_col)
-
-    def run(rows):
-        rows = list(rows)
-        if not rows:
-            return
-        docs = []
-        for i, r in enumerate(rows):
-            vec = r[pos]
-            if vec is None:
-                docs.append((i, np.zeros(0, np.int64), np.zeros(0)))
-                continue
-            if vec.size != v:
-                raise CorpusError(f"Vectors in column {features_col!r} must have the model's "
-                                  f"vocabulary size {v}; got size {vec.size}.")
-            if hasattr(vec, "indices"):
-                idx, val = np.asarray(vec.indices, np.int64), np.asarray(vec.values, np.float64)
-            else:
-                arr = vec.toArray()
-                idx = np.flatnonzero(arr)
-                val = arr[idx]
-            if not np.all(np.isfinite(val)) or (val < 0).any():
-                raise CorpusError(f"Column {features_col!r} has a negative or non-finite count.")
-            keep = val > 0
-            docs.append((i, idx[keep], val[keep]))
-        block = DocBlock.from_docs(docs, dtype=np.float64)
-        phi = phi_bc.value[block.terms]
-        theta = foldin_block(block.indptr, block.local, block.counts, phi, alpha, max_iter)
-        for i, r in enumerate(rows):
-            yield Row(*r, DenseVector(theta[i]))
-
-    schema = StructType(df.schema.fields + [StructField(output_col, VectorUDT(), True)])
-    return df.sparkSession.createDataFrame(df.rdd.mapPartitions(run), schema)
+def transform(model: TopicModel, df, features_col: str = "features",
+              output_col: str = "topicDistribution", max_iter: int = 100):
+    """``df`` with a column of each document's topic distribution under ``model``."""
+    return transform_dataframe(model.topics_matrix(), model.alpha, df, features_col, output_col,
+                               max_iter)
 
 
 def source_from_config(spark, cfg: dict) -> DocSource:
@@ -116,8 +86,6 @@ def source_from_config(spark, cfg: dict) -> DocSource:
     if fmt in ("text", "json", "parquet"):
         if "path" not in cfg:
             raise CorpusError(f"input.format = {fmt!r} needs input.path.")
-        from .corpus import load_text_dataframe
-
         df = load_text_dataframe(spark, cfg["path"], fmt, cfg.get("text_col", "text"))
         opts = {k: cfg[k] for k in ("vocab_size", "min_df", "max_df", "min_token_length")
                 if k in cfg}

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .kernels.random import Stream, doc_keys
+
 
 @dataclass
 class DocBlock:
@@ -119,10 +121,8 @@ def split_halves(doc_id: int, terms: np.ndarray, counts: np.ndarray, seed: int):
     the rest the target half. Returns ((terms_a, counts_a), (terms_b, counts_b))
     with zero-count terms dropped.
     """
-    from .kernels.random import doc_keys
-
     c = np.asarray(counts, dtype=np.int64)
-    key = int(doc_keys(seed, 7, np.array([doc_id]))[0])
+    key = int(doc_keys(seed, Stream.SPLIT_HALVES, np.array([doc_id]))[0])
     rng = np.random.default_rng(key)
     a = rng.multivariate_hypergeometric(c, int(c.sum()) // 2)
     b = c - a

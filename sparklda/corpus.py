@@ -28,15 +28,10 @@ from pyspark import StorageLevel
 
 from .block import DocBlock, HeldoutBlock, split_halves
 from .errors import CorpusError
-from .kernels.random import uniform_per_doc
+from .kernels.random import Stream, uniform_per_doc
 
 log = logging.getLogger(__name__)
 
-# Random streams (see sparklda.kernels.random): one per use, so that each
-# decision is an independent function of (seed, document id).
-STREAM_HELDOUT = 1
-STREAM_SLICE = 2
-STREAM_PART = 3
 
 
 
@@ -137,6 +132,38 @@ def check_vector_column(df, col: str, param: str = "featuresCol"):
                           f"produces); got {dtype.simpleString()}.")
 
 
+def check_output_column(df, col: str, param: str = "topicDistributionCol"):
+    """Raise :class:`CorpusError` if the output column ``col`` already exists."""
+    if col in df.columns:
+        raise CorpusError(f"Output column {col!r} ({param}) already exists; the DataFrame has "
+                          f"columns {df.columns}.")
+
+
+def vector_to_arrays(vec, size: int, what: str, doc, size_name: str = "the vocabulary size",
+                     check_counts: bool = True):
+    """(term ids int64, counts float64) of a Spark ML vector of term counts.
+
+    ``None`` is an empty document. A vector of another size than ``size``, or
+    (with ``check_counts``) a negative or non-finite count, raises
+    :class:`CorpusError` naming ``what`` and the document ``doc``.
+    """
+    if vec is None:
+        return np.zeros(0, np.int64), np.zeros(0)
+    if vec.size != size:
+        raise CorpusError(f"Vectors in {what} must all have {size_name} {size}; document {doc} "
+                          f"has size {vec.size}.")
+    if hasattr(vec, "indices"):
+        idx, val = np.asarray(vec.indices, np.int64), np.asarray(vec.values, np.float64)
+    else:
+        arr = vec.toArray()
+        idx = np.flatnonzero(arr).astype(np.int64)
+        val = np.asarray(arr[idx], np.float64)
+    if check_counts and (not np.all(np.isfinite(val)) or (val < 0).any()):
+        raise CorpusError(f"{what} has a negative or non-finite count in document {doc}; counts "
+                          f"must be finite non-negative integers.")
+    return idx, val
+
+
 def from_vectors(df, features_col: str = "features", id_col: str | None = None,
                  vocab: list | None = None) -> DocSource:
     """Documents from a DataFrame column of Spark ML vectors of term counts.
@@ -165,16 +192,8 @@ def from_vectors(df, features_col: str = "features", id_col: str | None = None,
     what = f"column {features_col!r}"
 
     def to_doc(row_id, vec):
-        if vec is None:
-            return row_id, np.zeros(0, np.int64), np.zeros(0)
-        if vec.size != size:
-            raise CorpusError(f"Vectors in {what} must all have the vocabulary size {size}; "
-                              f"document {row_id} has size {vec.size}.")
-        if hasattr(vec, "indices"):
-            return row_id, np.asarray(vec.indices, np.int64), np.asarray(vec.values, np.float64)
-        arr = vec.toArray()
-        nz = np.flatnonzero(arr)
-        return row_id, nz.astype(np.int64), arr[nz].astype(np.float64)
+        # counts are checked, with the bad value named, by validate()
+        return (row_id, *vector_to_arrays(vec, size, what, row_id, check_counts=False))
 
     if id_col is not None:
         rdd = df.select(id_col, features_col).rdd.map(lambda r: to_doc(int(r[0]), r[1]))
@@ -396,7 +415,7 @@ def split_documents(source: DocSource, stats: dict, heldout_fraction: float = 0.
         if heldout_count >= n_nonempty:
             raise CorpusError(f"The 'heldout_count' parameter ({heldout_count}) must be smaller "
                               f"than the number of non-empty documents ({n_nonempty}).")
-        keys = docs_ok.map(lambda d: float(uniform_per_doc(seed, STREAM_HELDOUT,
+        keys = docs_ok.map(lambda d: float(uniform_per_doc(seed, Stream.HELDOUT,
                                                              np.array([d[0]]))[0]))
         threshold = keys.takeOrdered(heldout_count)[-1]
     elif heldout_fraction > 0:
@@ -410,7 +429,7 @@ def split_documents(source: DocSource, stats: dict, heldout_fraction: float = 0.
         if not batch:
             return iter(())
         ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-        u = uniform_per_doc(seed, STREAM_HELDOUT, ids)
+        u = uniform_per_doc(seed, Stream.HELDOUT, ids)
         held = u <= threshold if by_count else u < threshold
         return ((bool(held[i]), d) for i, d in enumerate(batch))
 
@@ -445,8 +464,7 @@ def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | Non
 
 def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction: float = 0.0,
                  heldout_count: int | None = None, seed: int = 0,
-                 parts_per_slice: int | None = None, dtype=np.float32,
-                 heldout=None) -> Corpus:
+                 parts_per_slice: int | None = None, dtype=np.float32) -> Corpus:
     """Validate, hold out whole documents and cache the training blocks.
 
     Parameters
@@ -458,9 +476,6 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
         takes precedence over a fraction).
     parts_per_slice : partitions (tasks) per round; default the cluster's
         default parallelism.
-    heldout : an RDD of :class:`HeldoutBlock` to evaluate on instead (for
-        example one shared with another system in a benchmark); then no
-        documents are held out of ``source``.
     """
     sc = source.rdd.context
     minibatch_size = _positive_int("minibatch_size", minibatch_size)
@@ -469,8 +484,6 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = validate(source)
-        if heldout is not None:
-            heldout_fraction, heldout_count = 0.0, None
         train_docs, held_docs = split_documents(source, stats, heldout_fraction, heldout_count,
                                                 seed)
         # nothing held out: every non-empty document trains (no counting job needed)
@@ -487,9 +500,9 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
             if not batch:
                 return iter(())
             ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-            s = np.minimum((uniform_per_doc(seed, STREAM_SLICE, ids) * n_slices).astype(np.int64),
+            s = np.minimum((uniform_per_doc(seed, Stream.SLICE, ids) * n_slices).astype(np.int64),
                            n_slices - 1)
-            i = np.minimum((uniform_per_doc(seed, STREAM_PART, ids) * p).astype(np.int64), p - 1)
+            i = np.minimum((uniform_per_doc(seed, Stream.PART, ids) * p).astype(np.int64), p - 1)
             return ((int(s[k] * p + i[k]), d) for k, d in enumerate(batch))
 
         def make_block(it):
@@ -502,8 +515,7 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
         arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
         slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
         slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
-        if held_docs is not None:
-            heldout = heldout_blocks(held_docs, seed, dtype)
+        heldout = heldout_blocks(held_docs, seed, dtype) if held_docs is not None else None
         n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
     finally:
         docs.unpersist()

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kernels import foldin_block, loglik_block
+from .stats import normalize_topics
+
+__all__ = ["HeldoutScore", "completion_loglik", "normalize_topics"]
 
 
 @dataclass
@@ -87,15 +90,3 @@ def completion_loglik(heldout_rdd, phi: np.ndarray, alpha: float, max_iter: int 
     if tokens == 0:
         raise ValueError("the held-out set has no target tokens to score")
     return HeldoutScore(total / tokens, tokens, docs)
-
-
-def normalize_topics(topic_word: np.ndarray, eta: float = 0.0, topic_axis: int = 1) -> np.ndarray:
-    """φ̂ (V, K) from topic-word statistics: (N^Φ + η) normalised per topic.
-
-    ``topic_axis=0`` accepts a (K, V) matrix (scikit-learn's ``components_``).
-    """
-    m = np.asarray(topic_word, dtype=np.float64)
-    if topic_axis == 0:
-        m = m.T
-    m = m + eta
-    return m / m.sum(axis=0, keepdims=True)

@@ -14,6 +14,10 @@ import uuid
 
 import numpy as np
 
+from .evaluation import completion_loglik
+from .inference import transform_dataframe
+from .stats import normalize_topics
+
 FORMAT_VERSION = 1
 
 
@@ -60,14 +64,9 @@ class TopicModel:
     def vocab_size(self) -> int:
         return self.topic_word.shape[0]
 
-    @staticmethod
-    def topics_from_stats(topic_word, eta) -> np.ndarray:
-        m = np.asarray(topic_word, dtype=np.float64) + eta
-        return m / m.sum(axis=0, keepdims=True)
-
     def topics_matrix(self) -> np.ndarray:
         """φ̂ as a (V, K) matrix whose column k is topic k's distribution over terms."""
-        return self.topics_from_stats(self.topic_word, self.eta)
+        return normalize_topics(self.topic_word, self.eta)
 
     def describe_topics(self, max_terms: int = 10) -> list[dict]:
         """Top terms per topic: dicts of topic, termIndices, termWeights, terms."""
@@ -94,8 +93,6 @@ class TopicModel:
     # -- uses on Spark ---------------------------------------------------
     def evaluate(self, heldout_rdd, max_iter: int = 100):
         """Held-out document-completion score (:mod:`sparklda.evaluation`)."""
-        from .evaluation import completion_loglik
-
         return completion_loglik(heldout_rdd, self.topics_matrix(), self.alpha, max_iter)
 
     def transform(self, df, features_col: str = "features",
@@ -107,9 +104,8 @@ class TopicModel:
         allowed (an error names them); documents with no terms get the
         uniform vector 1/K (the prior mean).
         """
-        from .api import transform_dataframe
-
-        return transform_dataframe(self, df, features_col, output_col, max_iter)
+        return transform_dataframe(self.topics_matrix(), self.alpha, df, features_col,
+                                   output_col, max_iter)
 
     # -- persistence -----------------------------------------------------
     def save(self, path: str, overwrite: bool = False) -> None:

@@ -27,12 +27,9 @@ class TopicStats:
     timings: dict = field(default_factory=dict)
 
     @property
-    def totals(self) -> np.ndarray:
-        """Column sums of the rows (N̂^Z from N̂^Φ)."""
-        return self.rows.sum(axis=0, dtype=np.float64)
-
-    def merge(self, other: "TopicStats") -> "TopicStats":
-        return TopicStats.merge_all([self, other])
+    def nbytes(self) -> int:
+        """Bytes of the arrays that travel (terms and rows)."""
+        return int(self.terms.nbytes + self.rows.nbytes)
 
     @staticmethod
     def merge_all(parts: list) -> "TopicStats":
@@ -63,3 +60,16 @@ class TopicStats:
         rows = np.zeros((n_rows, self.rows.shape[1]), dtype=self.rows.dtype)
         rows[self.terms] = self.rows
         return TopicStats(np.arange(n_rows, dtype=np.int32), rows, self.extra, self.timings)
+
+
+def normalize_topics(topic_word: np.ndarray, eta: float = 0.0, topic_axis: int = 1) -> np.ndarray:
+    """φ̂ (V, K) from topic-word statistics: (N^Φ + η) normalised per topic.
+
+    ``topic_axis=0`` accepts a (K, V) matrix (scikit-learn's ``components_``,
+    MLlib's topics as rows).
+    """
+    m = np.asarray(topic_word, dtype=np.float64)
+    if topic_axis == 0:
+        m = m.T
+    m = m + eta
+    return m / m.sum(axis=0, keepdims=True)

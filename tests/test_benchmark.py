@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, planted_docs
+from tests.helpers import ROOT, planted_docs
 
 sys.path.insert(0, os.path.join(ROOT, "jobs"))
 

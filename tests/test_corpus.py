@@ -10,7 +10,7 @@ import pytest
 from sparklda.block import DocBlock, split_halves
 from sparklda.corpus import (CorpusError, DocSource, build_corpus, from_text, from_vectors,
                              read_uci)
-from tests.conftest import planted_source
+from tests.helpers import planted_source
 
 
 def write_uci(tmp_path, lines, header=(4, 5, None), vocab=("a", "b", "c", "d", "e"), gz=True):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sparklda.model import TopicModel
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "jobs"))
 import infer_topics  # noqa: E402

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import KOS_DOCWORD, KOS_VOCAB
+from tests.helpers import KOS_DOCWORD, KOS_VOCAB
 
 K = 4
 

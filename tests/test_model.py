@@ -11,7 +11,7 @@ import pytest
 from sparklda.corpus import CorpusError, build_corpus
 from sparklda.model import TopicModel
 from sparklda.params import TrainParams
-from tests.conftest import planted_source
+from tests.helpers import planted_source
 
 
 def small_model(vocab=True, k=3, v=7, seed=0):

@@ -15,13 +15,15 @@ from scipy.optimize import linear_sum_assignment
 from sparklda.api import fit
 from sparklda.corpus import split_documents, validate
 from sparklda.model import TopicModel
-from sparklda.modes.svb import STREAM_DOC_GAMMA, gamma_draws, initial_lambda
+from sparklda.kernels.random import Stream
+from sparklda.modes.svb import gamma_draws, initial_lambda
 from sparklda.params import TrainParams
-from tests.conftest import assert_recovers_planted, planted_source
+from tests.helpers import assert_recovers_planted, planted_source
 
 V, K = 24, 4  # the planted corpus: 4 topics × 6 words
-COMMON_ROUND_KEYS = {"round", "passes", "elapsed_s", "round_s", "broadcast_s", "job_s",
-                     "merge_s", "update_s", "tokens", "tokens_per_s", "tasks"}
+COMMON_ROUND_KEYS = {"round", "passes", "elapsed_s", "round_s", "ship_s", "job_s", "release_s",
+                     "merge_s", "update_s", "tokens", "tokens_per_s", "tasks", "shipped_bytes",
+                     "driver_bytes", "merged_bytes", "task_kernel_max_s"}
 
 # Mode settings for the planted corpus (160 documents, 16 held out). CVB0/CVB: a
 # minibatch of 1000 gives one slice, so the iteration runs over 2 partitions (the
@@ -57,9 +59,8 @@ def trained(source):
 
     def get(name):
         if name not in cache:
-            rows = []
-            res = fit(source, planted_params(name, eval_every=5), on_round=rows.append)
-            cache[name] = (res, rows)
+            res = fit(source, planted_params(name, eval_every=5))
+            cache[name] = (res, res.rounds)
         return cache[name]
 
     return get
@@ -133,11 +134,9 @@ def test_cvb0_checkpoints_cut_the_lineage_and_leave_the_model_unchanged(source):
     """Same seed twice: with a checkpoint every iteration and without any. The
     models are identical (so CVB0 is deterministic, and checkpointing is
     transparent); the lineage of the γ blocks stays short only with checkpoints."""
-    rows_1, rows_0 = [], []
-    every = fit(source, planted_params("cvb0", passes=4, checkpoint_interval=1),
-                on_round=rows_1.append)
-    never = fit(source, planted_params("cvb0", passes=4, checkpoint_interval=0),
-                on_round=rows_0.append)
+    every = fit(source, planted_params("cvb0", passes=4, checkpoint_interval=1))
+    never = fit(source, planted_params("cvb0", passes=4, checkpoint_interval=0))
+    rows_1, rows_0 = every.rounds, never.rounds
     np.testing.assert_array_equal(every.model.topic_word, never.model.topic_word)
     assert every.evaluations[-1]["heldout_loglik"] == never.evaluations[-1]["heldout_loglik"]
     assert every.report["mode"]["checkpoints"] == 4
@@ -204,8 +203,8 @@ def test_batch_vb_is_one_full_round_per_pass_with_rho_one(spark, source):
     the same computation written in numpy on the driver."""
     passes, alpha, eta = 2, 0.1, 0.01
     params = planted_params("svb-batch", passes=passes, dtype="float64")
-    rows = []
-    res = fit(source, params, on_round=rows.append)
+    res = fit(source, params)
+    rows = res.rounds
     n_train = res.report["corpus"]["training_documents"]
     assert [r["rho"] for r in rows] == [1.0] * passes
     assert [r["docs"] for r in rows] == [n_train] * passes
@@ -221,7 +220,7 @@ def test_batch_vb_is_one_full_round_per_pass_with_rho_one(spark, source):
         expelogbeta = np.exp(elog)
         sstats = np.zeros((V, K))
         for doc_id, terms, counts in docs:
-            g0 = gamma_draws(params.seed, STREAM_DOC_GAMMA + p, np.array([doc_id]), K)[0]
+            g0 = gamma_draws(params.seed, Stream.DOC_GAMMA + p, np.array([doc_id]), K)[0]
             sstats[terms] += numpy_estep(terms, counts, expelogbeta, alpha, g0,
                                          params.estep_max_iter, params.estep_tol)
         lam = eta + sstats  # ρ = 1, D/|S| = 1

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 NOTEBOOKS = os.path.join(ROOT, "notebooks")
 

@@ -9,7 +9,8 @@ from sparklda.api import fit
 from sparklda.corpus import read_uci
 from sparklda.modes.scvb0 import round_step
 from sparklda.params import TrainParams
-from tests.conftest import KOS_DOCWORD, KOS_VOCAB, assert_recovers_planted, planted_source
+from tests.helpers import (KOS_DOCWORD, KOS_VOCAB, Recorder, assert_recovers_planted,
+                           planted_source)
 
 
 def planted_params(**kw):
@@ -74,8 +75,11 @@ def test_round_step_is_the_per_document_schedule():
 
 def test_progress_records_time_budget_and_evaluation_schedule(spark):
     src = planted_source(spark)
-    rows = []
-    res = fit(src, planted_params(passes=3, eval_every=2), on_round=rows.append)
+    rec = Recorder()
+    res = fit(src, planted_params(passes=3, eval_every=2), callbacks=[rec])
+    rows = res.rounds
+    assert rec.rounds == res.rounds and rec.evaluations == res.evaluations
+    assert rec.corpus is not None and rec.corpus.report == res.report["corpus"]
     assert [r["round"] for r in rows] == list(range(1, len(rows) + 1))
     rounds_per_pass = res.report["corpus"]["slices"]
     assert len(rows) == 3 * rounds_per_pass

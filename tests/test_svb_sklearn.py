@@ -39,7 +39,7 @@ from sparklda.corpus import DocSource, heldout_blocks, read_uci, split_documents
 from sparklda.evaluation import completion_loglik, normalize_topics
 from sparklda.model import TopicModel
 from sparklda.params import TrainParams
-from tests.conftest import KOS_DOCWORD, KOS_VOCAB, SHARED_DATA
+from tests.helpers import KOS_DOCWORD, KOS_VOCAB, SHARED_DATA
 
 K, ALPHA, ETA = 50, 0.1, 0.01
 PASSES, BATCH, TAU0_SKLEARN, KAPPA, SEED = 5, 500, 10.0, 0.7, 0
@@ -87,10 +87,9 @@ def test_svb_matches_sklearn_online_lda_on_kos(spark):
                              minibatch_size=BATCH, learning_offset=TAU0_SKLEARN + 1,
                              learning_decay=KAPPA, estep_tol=1e-3, estep_max_iter=100,
                              seed=SEED)
-        rounds = []
-        ours = fit(train_src, params, initial_model=TopicModel(lam0.T - ETA, ALPHA, ETA),
-                   heldout=heldout, on_round=rounds.append)
-        our_score = ours.evaluations[-1]["heldout_loglik"]
+        ours = fit(train_src, params, initial_model=TopicModel(lam0.T - ETA, ALPHA, ETA))
+        rounds = ours.rounds
+        our_score = ours.model.evaluate(heldout).loglik_per_token
         init_score = completion_loglik(heldout, normalize_topics(lam0, 0.0, topic_axis=0),
                                        ALPHA).loglik_per_token
     finally:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sparklda.model import TopicModel
-from tests.conftest import KOS_DOCWORD, KOS_VOCAB, ROOT
+from tests.helpers import KOS_DOCWORD, KOS_VOCAB, ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "jobs"))
 import _common  # noqa: E402

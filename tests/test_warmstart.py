@@ -14,7 +14,7 @@ from sparklda.corpus import CorpusError, DocSource
 from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from sparklda.warmstart import align_initial, merge_vocabularies, project_to_vocabulary
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.test_ml import kos_word_docs
 
 K = 6

@@ -6,8 +6,6 @@ so a kernel that spawned threads of its own would oversubscribe the executor.
 
 from __future__ import annotations
 
-import os
-
 #: Options passed to every ``numba.njit`` in :mod:`sparklda.kernels`.
 #: ``cache=True`` keeps compiled code on disk so executors do not recompile it
 #: in every Python worker; ``nogil`` lets a driver-side caller use threads.
@@ -17,6 +15,3 @@ JIT_OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 #: sums over topics. No flag that assumes away NaN or infinity is used, so a
 #: bad value still shows as NaN instead of being silently miscomputed.
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
-
-#: Default floating point type of the topic statistics and kernels.
-DEFAULT_DTYPE = os.environ.get("SPARKLDA_DTYPE", "float32")

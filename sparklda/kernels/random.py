@@ -7,7 +7,25 @@ result never depends on which executor, partition or task attempt ran it.
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 import numpy as np
+
+
+class Stream(IntEnum):
+    """Every random stream of the library, in one place (values fixed: changing one
+    changes every seeded result). Streams marked "+ pass" are offset by the pass number."""
+
+    HELDOUT = 1  # which documents are held out
+    SLICE = 2  # a document's minibatch slice
+    PART = 3  # a document's partition within its slice
+    SPLIT_HALVES = 7  # the document-completion split of a held-out document
+    INIT_PHI = 11  # SCVB0's random initial N^Phi
+    SLICE_ORDER = 17  # the order of the slices in each pass
+    GAMMA_INIT = 21  # CVB0/CVB's initial gamma of each (document, term) pair
+    INIT_LAMBDA = 31  # SVB's random initial lambda
+    DOC_INIT = 1000  # + pass: SCVB0's initial N^Theta of each document
+    DOC_GAMMA = 3000  # + pass: SVB's initial gamma of each document
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -1,6 +1,19 @@
-"""Inference modes: each is a kernel plus an update rule on the shared round
-skeleton of :mod:`sparklda.training`. Importing this package registers them:
-``scvb0`` (:mod:`.scvb0`), ``cvb0`` and ``cvb`` (:mod:`.cvb0`), ``svb``
-(:mod:`.svb`, batch VB with ``batch=True``)."""
+"""Inference modes: each is a round state, a per-block kernel call and an update
+rule on the shared round skeleton (:mod:`sparklda.modes.base`, the contract).
 
-from . import cvb0, scvb0, svb  # noqa: F401
+:data:`MODES` is the explicit registry the skeleton looks modes up in:
+``scvb0`` (:mod:`.scvb0`), ``cvb0`` and ``cvb`` (:mod:`.cvb0`), ``svb``
+(:mod:`.svb`, batch VB with ``batch=True``).
+"""
+
+from __future__ import annotations
+
+from .base import Mode
+from .cvb0 import CVB, CVB0
+from .scvb0 import SCVB0
+from .svb import SVB
+
+#: name -> mode class; the names are those of ``sparklda.params.ALGORITHMS``.
+MODES: dict[str, type[Mode]] = {m.name: m for m in (SCVB0, CVB0, CVB, SVB)}
+
+__all__ = ["CVB", "CVB0", "MODES", "SCVB0", "SVB", "Mode"]

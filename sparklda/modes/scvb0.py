@@ -1,4 +1,4 @@
-"""SCVB0 on Spark (Foulds et al. 2013, Algorithm 2; DESIGN.md §3).
+"""SCVB0 on Spark (Foulds et al. 2013, Algorithm 2; docs/architecture.md).
 
 Executors run the burn-in and accumulating passes of their share of the
 round's minibatch against the broadcast (N^Φ_w + η)/(N^Z + Wη); the driver
@@ -14,27 +14,21 @@ pass then does not depend on the minibatch size or the number of executors.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
+from ..kernels.random import Stream
 from ..kernels.scvb0 import add_scaled_rows
-from ..stats import TopicStats
-from ..training import Mode, register
+from .base import Mode
 
-STREAM_INIT_PHI = 11
 #: Total mass of the random initial N^Φ as a fraction of the training tokens C.
 #: Algorithm 2 says "randomly initialize" and leaves the scale open. The online
 #: average (Eq. 7-8) gives the first minibatches only ρ ≈ 0.02 per 100 documents at
 #: the paper's schedule, so an initial N^Φ as heavy as the whole corpus (C) outweighs
 #: the data for several passes of a small corpus. A tenth of C still breaks the
-#: symmetry between topics (on KOS and 20 Newsgroups the average cell is ~10 η) and
-#: lets the first rounds' statistics dominate: held-out log-likelihood after 3 passes,
-#: 20 Newsgroups K=100, −7.090 (0.1 C) against −7.143 (C) and −7.106 (0.01 C); after
-#: 5 passes of KOS K=50, −7.530 against −7.585 and −7.535 (docs/benchmarks.md).
+#: symmetry between topics and lets the first rounds' statistics dominate (the
+#: measurements behind the choice are in README.md, "Step size").
 INIT_MASS = 0.1
-STREAM_DOC_INIT = 1000  # + pass number
 
 
 def round_step(docs_seen: int, m_docs: int, s: float, tau: float, kappa: float,
@@ -52,42 +46,34 @@ def round_step(docs_seen: int, m_docs: int, s: float, tau: float, kappa: float,
     return float(-np.expm1(np.log1p(-np.minimum(rho_d, 1.0)).sum()))
 
 
-def scvb0_task(bc, seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_theta):
-    """The per-partition function of a round (built from plain values).
+def scvb0_kernel(seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_theta):
+    """The per-block kernel call of a round (built from plain values).
 
-    The broadcast holds ``(terms, rows, scale, inv_nz)``: N^Φ/scale for the
+    The round value is ``(terms, rows, scale, inv_nz)``: N^Φ/scale for the
     rows ``terms`` (sorted; None = every term, rows indexed by term id) in
     the kernels' dtype, and 1/(N^Z + Wη). Each task forms its block's
     (N^Φ_w + η)/(N^Z + Wη) rows itself, so the driver's work per round is
     proportional to the rows the round touches, not to V·K.
     """
 
-    def run(blocks):
-        terms, rows_all, scale, inv_nz = bc.value
+    def run(value, block):
+        terms, rows_all, scale, inv_nz = value
         dtype = rows_all.dtype
-        for block in blocks:
-            t0 = time.perf_counter()
-            if block.n_docs == 0:
-                continue
-            idx = block.terms if terms is None else np.searchsorted(terms, block.terms)
-            rows = rows_all[idx]
-            rows *= dtype.type(scale)
-            rows += dtype.type(eta)
-            rows *= inv_nz
-            k = rows.shape[1]
-            theta0 = init_doc_stats(
-                uniform_matrix(seed, STREAM_DOC_INIT + pass_no, block.doc_ids, k, dtype),
-                block.doc_lengths())
-            nhat = scvb0_block(block.indptr, block.local, block.counts.astype(dtype, copy=False),
-                               rows, theta0, alpha, burnin, s_theta, tau_theta, kappa_theta)
-            yield TopicStats(block.terms, nhat,
-                             extra={"tokens": block.n_tokens, "docs": block.n_docs},
-                             timings={"kernel": time.perf_counter() - t0})
+        idx = block.terms if terms is None else np.searchsorted(terms, block.terms)
+        rows = rows_all[idx]
+        rows *= dtype.type(scale)
+        rows += dtype.type(eta)
+        rows *= inv_nz
+        k = rows.shape[1]
+        theta0 = init_doc_stats(
+            uniform_matrix(seed, Stream.DOC_INIT + pass_no, block.doc_ids, k, dtype),
+            block.doc_lengths())
+        return scvb0_block(block.indptr, block.local, block.counts.astype(dtype, copy=False),
+                           rows, theta0, alpha, burnin, s_theta, tau_theta, kappa_theta)
 
     return run
 
 
-@register
 class SCVB0(Mode):
     name = "scvb0"
 
@@ -98,7 +84,7 @@ class SCVB0(Mode):
         if initial_topic_word is not None:
             base = np.array(initial_topic_word, dtype=np.float64)
         else:
-            rng = np.random.default_rng([params.seed, STREAM_INIT_PHI])
+            rng = np.random.default_rng([params.seed, Stream.INIT_PHI])
             base = rng.random((v, k))
             base *= INIT_MASS * c / base.sum()
         self.base = base  # N^Φ = scale · base (lazy (1−ρ) decay)
@@ -108,18 +94,16 @@ class SCVB0(Mode):
         self.w_eta = v * params.eta
         # distinct terms of each minibatch slice, learned from its first round's statistics
         self.slice_terms: dict[int, np.ndarray] = {}
-        self.broadcast_nbytes = 0
 
-    def broadcast_value(self, t):
+    def round_value(self, t):
         inv_nz = (1.0 / (self.nz + self.w_eta)).astype(self.dtype)
         terms = self.slice_terms.get(self.slice_of_round(t))
         rows = self.base_cast if terms is None else self.base_cast[terms]
-        self.broadcast_nbytes = rows.nbytes + inv_nz.nbytes + (0 if terms is None else terms.nbytes)
         return terms, rows, self.scale, inv_nz
 
-    def make_task(self, bc, t):
+    def kernel(self, t):
         p = self.params
-        return scvb0_task(bc, p.seed, t // self.rounds_per_pass, p.alpha, p.eta, p.burnin,
+        return scvb0_kernel(p.seed, t // self.rounds_per_pass, p.alpha, p.eta, p.burnin,
                           p.s_theta, p.tau_theta, p.kappa_theta)
 
     def update(self, stats, t):
@@ -142,8 +126,7 @@ class SCVB0(Mode):
                 self.scale = 1.0
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
-        return {"rho": rho, "slice": s, "docs": m_docs,
-                "broadcast_bytes": self.broadcast_nbytes}
+        return {"rho": rho, "slice": s, "docs": m_docs}
 
     def topic_word(self):
         return self.base * self.scale

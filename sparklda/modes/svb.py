@@ -1,4 +1,4 @@
-"""Online variational Bayes on Spark (Hoffman, Blei & Bach 2010; DESIGN.md §4).
+"""Online variational Bayes on Spark (Hoffman, Blei & Bach 2010; docs/architecture.md).
 
 State: λ (V×K, float64) on the driver, the Dirichlet parameters of q(β).
 A round is one minibatch slice of the corpus, as in SCVB0
@@ -42,15 +42,11 @@ its minibatch updates from 1, i.e. it uses ρ = (τ0 + t + 1)^−κ.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..kernels import dirichlet_expectation_2d, svb_estep_block, uniform_matrix
-from ..training import Mode, register
-
-STREAM_INIT_LAMBDA = 31
-STREAM_DOC_GAMMA = 3000  # + pass number
+from ..kernels.random import Stream
+from .base import Mode
 
 #: Hoffman's initialisation of λ and of each document's γ: Gamma(shape, 1/shape).
 GAMMA_SHAPE = 100.0
@@ -77,7 +73,7 @@ def gamma_draws(seed: int, stream: int, doc_ids: np.ndarray, k: int, dtype=np.fl
 def initial_lambda(seed: int, vocab_size: int, k: int) -> np.ndarray:
     """Hoffman's random λ: Gamma(100, 1/100) entries, (V, K) float64, from
     numpy's generator seeded by (seed, stream)."""
-    rng = np.random.default_rng([seed, STREAM_INIT_LAMBDA])
+    rng = np.random.default_rng([seed, Stream.INIT_LAMBDA])
     return rng.gamma(GAMMA_SHAPE, 1.0 / GAMMA_SHAPE, size=(vocab_size, k))
 
 
@@ -87,31 +83,23 @@ def exp_dirichlet_expectation(lam: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(np.exp(elog).T, dtype=dtype)
 
 
-def svb_task(bc, seed, pass_no, alpha, max_iter, tol):
-    """The per-partition E-step of a round (built from plain values)."""
-    from ..stats import TopicStats
+def svb_kernel(seed, pass_no, alpha, max_iter, tol):
+    """The per-block E-step of a round (built from plain values); the round
+    value is exp(E_q[log β]) (V, K) in the run's dtype."""
 
-    def run(blocks):
-        expelogbeta = bc.value
+    def run(expelogbeta, block):
         dtype = expelogbeta.dtype
         k = expelogbeta.shape[1]
-        for block in blocks:
-            if block.n_docs == 0:
-                continue
-            t0 = time.perf_counter()
-            rows = expelogbeta[block.terms]
-            gamma0 = gamma_draws(seed, STREAM_DOC_GAMMA + pass_no, block.doc_ids, k, dtype)
-            _, sstats = svb_estep_block(block.indptr, block.local,
-                                        block.counts.astype(dtype, copy=False), rows, alpha,
-                                        gamma0, max_iter, tol)
-            yield TopicStats(block.terms, sstats,
-                             extra={"tokens": block.n_tokens, "docs": block.n_docs},
-                             timings={"kernel": time.perf_counter() - t0})
+        rows = expelogbeta[block.terms]
+        gamma0 = gamma_draws(seed, Stream.DOC_GAMMA + pass_no, block.doc_ids, k, dtype)
+        _, sstats = svb_estep_block(block.indptr, block.local,
+                                    block.counts.astype(dtype, copy=False), rows, alpha,
+                                    gamma0, max_iter, tol)
+        return sstats
 
     return run
 
 
-@register
 class SVB(Mode):
     """Online VB (Hoffman et al. 2010, Algorithm 2); batch VB with ``batch``."""
 
@@ -134,7 +122,7 @@ class SVB(Mode):
 
     def round_partitions(self, t):
         if self.batch:
-            return list(range(self.corpus.n_slices * self.corpus.parts_per_slice))
+            return list(range(self.n_partitions))
         return super().round_partitions(t)
 
     def round_docs(self, t) -> int:
@@ -150,12 +138,12 @@ class SVB(Mode):
         return float((p.learning_offset + t) ** -p.learning_decay)
 
     # -- per round -------------------------------------------------------
-    def broadcast_value(self, t):
+    def round_value(self, t):
         return exp_dirichlet_expectation(self.lam, self.dtype)
 
-    def make_task(self, bc, t):
+    def kernel(self, t):
         p = self.params
-        return svb_task(bc, p.seed, t // self.rounds_per_pass, p.alpha, p.estep_max_iter,
+        return svb_kernel(p.seed, t // self.rounds_per_pass, p.alpha, p.estep_max_iter,
                         p.estep_tol)
 
     def update(self, stats, t):

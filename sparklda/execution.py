@@ -1,0 +1,364 @@
+"""The execution seam: how a round's work reaches the executors and comes back.
+
+The round skeleton (:mod:`sparklda.training`) talks to an :class:`Executor`
+only; the executor owns the per-partition functions (they call the mode's
+kernel on each block, time it, count its tokens and documents) and hands back
+the round's *unmerged* partial statistics, one :class:`TopicStats` per
+non-empty block, in partition order. :class:`ClassicExecutor` is the
+implementation for a session with a ``SparkContext`` (RDDs, ``runJob`` on the
+round's partitions, broadcast variables); a DataFrame-only implementation
+plugs in here for Spark Connect. See docs/architecture.md, "The round".
+
+Stateful modes (CVB0, CVB) keep a state per block between rounds; the
+executor keeps it beside the cached block in a persisted RDD and cuts its
+lineage with a :class:`PeriodicCheckpointer`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .evaluation import HeldoutScore, completion_loglik
+from .stats import TopicStats
+
+log = logging.getLogger("sparklda.execution")
+
+
+@dataclass
+class RoundOutput:
+    """What one round's distributed work returns to the driver."""
+
+    #: unmerged partial statistics, one per non-empty block, in partition order
+    parts: list
+    #: seconds: ``ship_s`` (round value to the tasks), ``job_s`` (the Spark job(s)),
+    #: ``release_s`` (freeing the round value)
+    timings: dict = field(default_factory=dict)
+    #: bytes of the round value shipped to the tasks
+    shipped_bytes: int = 0
+    #: bytes of partial statistics that reached the driver
+    driver_bytes: int = 0
+
+
+def value_nbytes(value: Any) -> int:
+    """Bytes of the arrays in a round value (a tuple of arrays and numbers, or one array)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (tuple, list)):
+        return sum(value_nbytes(v) for v in value)
+    return 0
+
+
+def _block_stats(block, rows, kernel_s: float, **timings) -> TopicStats:
+    return TopicStats(block.terms, rows,
+                      extra={"tokens": block.n_tokens, "docs": block.n_docs, "pairs": block.nnz},
+                      timings={"kernel": kernel_s, **timings})
+
+
+# --------------------------------------------------------------------------
+# Per-partition functions (the skeleton's own; built from plain values)
+
+
+def stateless_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Iterator]:
+    """``kernel(value, block) -> rows`` over a partition's blocks; ``source.value``
+    is the round value (a broadcast variable or any holder of ``.value``)."""
+
+    def run(blocks):
+        value = source.value
+        for block in blocks:
+            if block.n_docs == 0:
+                continue
+            t0 = time.perf_counter()
+            rows = kernel(value, block)
+            yield _block_stats(block, rows, time.perf_counter() - t0)
+
+    return run
+
+
+def init_partition(source: Any, init_state: Callable) -> Callable[[Iterable], Iterator]:
+    """(block, state, seconds) for each block, ``state = init_state(value, block)``."""
+
+    def run(blocks):
+        value = source.value if source is not None else None
+        for block in blocks:
+            t0 = time.perf_counter()
+            state = init_state(value, block)
+            yield block, state, time.perf_counter() - t0
+
+    return run
+
+
+def advance_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Iterator]:
+    """(block, new state, seconds) for each (block, state, _), ``kernel(value, block, state)``."""
+
+    def run(items):
+        value = source.value
+        for block, state, _ in items:
+            t0 = time.perf_counter()
+            new_state = kernel(value, block, state)
+            yield block, new_state, time.perf_counter() - t0
+
+    return run
+
+
+def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]:
+    """The partial statistics of each non-empty (block, state, kernel seconds)."""
+
+    def run(items):
+        for block, state, kernel_s in items:
+            if block.n_docs == 0:
+                continue
+            t0 = time.perf_counter()
+            rows = statistics(block, state)
+            yield _block_stats(block, rows, kernel_s, stats=time.perf_counter() - t0)
+
+    return run
+
+
+# --------------------------------------------------------------------------
+# Lineage
+
+
+class PeriodicCheckpointer:
+    """Persist each new generation of a stateful RDD and checkpoint every
+    ``interval``-th one, in the manner of MLlib's ``PeriodicRDDCheckpointer``.
+
+    Once a checkpoint has cut the lineage, the previous checkpoint's files are
+    deleted and the broadcast variables the older generations referred to
+    (:meth:`hold`) are destroyed; until then they are only unpersisted, so a
+    lost partition can still be recomputed. Where checkpoints go: the
+    context's checkpoint directory; in local mode without one, a temporary
+    directory (removed by :meth:`close`); on a cluster without one,
+    ``localCheckpoint()`` with a warning (executor storage only).
+    """
+
+    def __init__(self, sc, interval: int, name: str = "state"):
+        self.sc = sc
+        self.interval = int(interval)
+        self.name = name
+        self.generation = -1  # the initial states are generation 0, round t's are t + 1
+        self.checkpoints = 0
+        self.current = None  # the newest persisted generation
+        self.checkpointed = None  # the newest checkpointed generation (files to delete later)
+        self.held: list = []  # broadcasts the uncut lineage still refers to
+        self.created_root: str | None = None
+        self.kind, self.directory = self._policy()
+        self.last_cut = False
+        self.previous = None
+
+    def _policy(self) -> tuple[str, str | None]:
+        if not self.interval:
+            return "none", None
+        directory = self.sc.getCheckpointDir()
+        if directory:
+            return "reliable", directory
+        if self.sc.master.startswith("local"):
+            self.created_root = tempfile.mkdtemp(prefix="sparklda-checkpoints-")
+            self.sc.setCheckpointDir(self.created_root)
+            directory = self.sc.getCheckpointDir()
+            log.info("no Spark checkpoint directory was set: %s is checkpointed every %d rounds "
+                     "to %s (set one with spark.sparkContext.setCheckpointDir)", self.name,
+                     self.interval, directory)
+            return "reliable", directory
+        log.warning("no Spark checkpoint directory is set on this cluster: the lineage of %s is "
+                    "cut with localCheckpoint() (kept on the executors only, lost with them); "
+                    "set a reliable one with spark.sparkContext.setCheckpointDir('hdfs://...')",
+                    self.name)
+        return "local", None
+
+    def update(self, rdd) -> bool:
+        """Persist the new generation ``rdd`` and mark it for checkpointing when its
+        turn has come (before any job computes it). Returns whether it was marked."""
+        from pyspark import StorageLevel
+
+        rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        self.generation += 1
+        mark = bool(self.interval) and self.generation > 0 and self.generation % self.interval == 0
+        if mark:
+            if self.kind == "reliable":
+                rdd.checkpoint()
+            else:
+                rdd.localCheckpoint()
+        self.previous, self.current = self.current, rdd
+        return mark
+
+    def hold(self, broadcast) -> None:
+        """A broadcast the current generation's lineage refers to."""
+        broadcast.unpersist()
+        self.held.append(broadcast)
+
+    def materialized(self) -> None:
+        """Call once the current generation has been computed: unpersist the
+        previous one and, if a checkpoint now cuts the lineage, free what only
+        the old lineage needed."""
+        if self.previous is not None:
+            self.previous.unpersist()
+            self.previous = None
+        rdd = self.current
+        self.last_cut = bool(rdd is not None and rdd.isCheckpointed())
+        if self.last_cut and rdd is not self.checkpointed:
+            self.checkpoints += 1
+            self._delete_files(self.checkpointed)
+            self.checkpointed = rdd
+            # every broadcast held so far belongs to the cut lineage (the one of the round
+            # that produced this generation is held after this call)
+            for bc in self.held:
+                bc.destroy()
+            self.held = []
+
+    def lineage_depth(self) -> int:
+        debug = self.current.toDebugString() if self.current is not None else b""
+        return len((debug or b"").decode("utf-8", "replace").splitlines())
+
+    def _delete_files(self, rdd) -> None:
+        path = rdd.getCheckpointFile() if rdd is not None else None
+        if not path:
+            return
+        try:
+            jvm_path = self.sc._jvm.org.apache.hadoop.fs.Path(path)
+            jvm_path.getFileSystem(self.sc._jsc.hadoopConfiguration()).delete(jvm_path, True)
+        except Exception as e:  # pragma: no cover - best effort clean-up
+            log.warning("could not delete checkpoint files %s: %s", path, e)
+
+    def close(self) -> None:
+        """Unpersist everything, destroy held broadcasts, delete checkpoint files."""
+        for bc in self.held:
+            bc.destroy()
+        self.held = []
+        for rdd in (self.previous, self.current):
+            if rdd is not None:
+                rdd.unpersist()
+        self.current = self.previous = None
+        self._delete_files(self.checkpointed)
+        self.checkpointed = None
+        root = self.created_root
+        if root and not any(files for _, _, files in os.walk(root)):
+            # nothing left in the temporary directory: remove it (the context keeps it as its
+            # checkpoint directory; Spark recreates the folders if it writes there again)
+            shutil.rmtree(root, ignore_errors=True)
+
+    def report(self) -> dict:
+        return {"checkpoints": self.checkpoints, "checkpoint_kind": self.kind,
+                "checkpoint_dir": self.directory, "checkpoint_interval": self.interval}
+
+
+# --------------------------------------------------------------------------
+# Executors
+
+
+class Executor:
+    """The interface the round skeleton runs rounds through."""
+
+    def init_states(self, mode) -> RoundOutput:
+        """Stateful modes: build every block's initial state; return its statistics."""
+        raise NotImplementedError
+
+    def run_round(self, mode, t: int) -> RoundOutput:
+        """Run round ``t`` of ``mode`` on the round's partitions."""
+        raise NotImplementedError
+
+    def score(self, phi: np.ndarray, alpha: float, max_iter: int) -> HeldoutScore | None:
+        """Held-out completion score of topics ``phi`` (None without held-out documents)."""
+        raise NotImplementedError
+
+    def round_info(self) -> dict:
+        """Executor facts for the latest round's record (for example checkpoints)."""
+        return {}
+
+    def report(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        """Release cached state (called once training ends, also after a failure)."""
+
+
+class ClassicExecutor(Executor):
+    """Rounds as ``SparkContext.runJob`` on the round's partitions of the cached
+    training blocks, with the round value in a broadcast variable."""
+
+    def __init__(self, corpus, checkpoint_interval: int = 0):
+        self.corpus = corpus
+        self.sc = corpus.train.context
+        self.checkpoint_interval = int(checkpoint_interval)
+        self.checkpointer: PeriodicCheckpointer | None = None
+        self.states = None  # stateful modes: RDD of (block, state, kernel seconds)
+        self._info: dict = {}
+
+    def _collect(self, rdd, fn, partitions=None) -> list:
+        parts = self.sc.runJob(rdd, fn, partitions)
+        return [p for p in parts if p is not None]
+
+    def init_states(self, mode) -> RoundOutput:
+        self.checkpointer = PeriodicCheckpointer(self.sc, self.checkpoint_interval,
+                                                 f"the {mode.name} block states")
+        t0 = time.perf_counter()
+        value = mode.init_value()
+        bc = self.sc.broadcast(value) if value is not None else None
+        t1 = time.perf_counter()
+        states = (self.corpus.train.mapPartitions(init_partition(bc, mode.init_state()),
+                                                  preservesPartitioning=True)
+                  .setName(f"sparklda {mode.name} block states (initial)"))
+        self.checkpointer.update(states)
+        self.states = states
+        parts = self._collect(states, statistics_partition(mode.statistics()))
+        self.checkpointer.materialized()
+        t2 = time.perf_counter()
+        if bc is not None:
+            self.checkpointer.hold(bc)
+        return RoundOutput(parts, {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
+                           shipped_bytes=value_nbytes(value),
+                           driver_bytes=sum(p.nbytes for p in parts))
+
+    def run_round(self, mode, t: int) -> RoundOutput:
+        t0 = time.perf_counter()
+        value = mode.round_value(t)
+        bc = self.sc.broadcast(value)
+        t1 = time.perf_counter()
+        if mode.stateful:
+            new = (self.states.mapPartitions(advance_partition(bc, mode.kernel(t)),
+                                             preservesPartitioning=True)
+                   .setName(f"sparklda {mode.name} block states (round {t + 1})"))
+            assert self.checkpointer is not None
+            marked = self.checkpointer.update(new)
+            self.states = new
+            parts = self._collect(new, statistics_partition(mode.statistics()))
+            self.checkpointer.materialized()
+            t2 = time.perf_counter()
+            self.checkpointer.hold(bc)  # its lineage refers to bc until a checkpoint cuts it
+            self._info = {"checkpointed": bool(marked and self.checkpointer.last_cut),
+                          "lineage_depth": self.checkpointer.lineage_depth()}
+        else:
+            parts = self._collect(self.corpus.train,
+                                  stateless_partition(bc, mode.kernel(t)),
+                                  mode.round_partitions(t))
+            t2 = time.perf_counter()
+            bc.destroy()
+            self._info = {}
+        t3 = time.perf_counter()
+        return RoundOutput(parts, {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": t3 - t2},
+                           shipped_bytes=value_nbytes(value),
+                           driver_bytes=sum(p.nbytes for p in parts))
+
+    def score(self, phi, alpha, max_iter):
+        if self.corpus.heldout is None:
+            return None
+        return completion_loglik(self.corpus.heldout, phi, alpha, max_iter)
+
+    def round_info(self) -> dict:
+        return dict(self._info)
+
+    def report(self) -> dict:
+        return self.checkpointer.report() if self.checkpointer is not None else {}
+
+    def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
+        self.states = None

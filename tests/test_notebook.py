@@ -33,6 +33,8 @@ def test_committed_notebooks_are_what_the_generator_writes():
     compile(src, "quickstart.py", "exec")
 
 
+@pytest.mark.slow
+@pytest.mark.notebook
 def test_quickstart_notebook_runs(tmp_path):
     import nbformat
     from nbclient import NotebookClient

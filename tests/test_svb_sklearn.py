@@ -28,6 +28,8 @@ scikit-learn is a test dependency only.
 
 from __future__ import annotations
 
+import pytest
+
 import os
 
 import numpy as np
@@ -52,6 +54,7 @@ def kos_paths():
     return KOS_DOCWORD, KOS_VOCAB  # the same file, shipped in the package
 
 
+@pytest.mark.slow
 def test_svb_matches_sklearn_online_lda_on_kos(spark):
     docword, vocab = kos_paths()
     src = read_uci(spark, docword, vocab)

@@ -106,6 +106,7 @@ def corpora(spark):
         df.unpersist()
 
 
+@pytest.mark.slow
 def test_continuing_on_b_beats_the_initial_model_and_keeps_a_term_ids(corpora):
     from pyspark.ml.feature import CountVectorizerModel
     from pyspark.sql import functions as F
@@ -171,6 +172,7 @@ def write_uci(directory, docs, vocab):
     return os.path.join(directory, "docword.txt.gz"), os.path.join(directory, "vocab.txt")
 
 
+@pytest.mark.slow
 def test_train_job_warm_starts_from_conf_warmstart(spark, tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "jobs"))
     import _common

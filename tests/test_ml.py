@@ -241,7 +241,8 @@ BAD_PARAMS = [
     (dict(k=2, docConcentration=[0.1] * 3), "or a list of 1 or k=2 such floats"),
     (dict(docConcentration=0.0), "Got [0.0] instead."),
     (dict(topicConcentration=0.0), "The 'topicConcentration' parameter of LDA must be a float "
-                                   "in the range (0, inf)"),
+                                   "in the range (0, 10000], or None or -1 for the default 0.01. "
+                                   "Got 0.0 instead."),
     (dict(optimizer="gibbs"), "The 'optimizer' parameter of LDA must be one of ['em', 'online', "
                               "'scvb0', 'cvb0', 'cvb', 'svb']. Got 'gibbs' instead."),
     (dict(algorithm="lsa"), "The 'algorithm' parameter of LDA must be one of"),

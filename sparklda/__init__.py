@@ -5,7 +5,7 @@ Model of :mod:`sparklda.ml`) are imported on first use, so that importing
 ``sparklda.kernels`` never imports pyspark.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["LDA", "LDAModel", "__version__"]
 

@@ -29,9 +29,22 @@ from pyspark import StorageLevel
 from .block import DocBlock, HeldoutBlock, split_halves
 from .errors import CorpusError
 from .kernels.random import Stream, uniform_per_doc
+from .params import BY_NAME, Constraint, check_param
 
 log = logging.getLogger(__name__)
 
+
+#: Parameters of the input functions that are not training parameters.
+_TEXT_FORMAT = Constraint("format", str, options=("json", "parquet", "text"))
+_VOCAB_SIZE = Constraint("vocab_size", int, 1)
+
+
+def _check_params(owner: str, **values) -> None:
+    """Check training parameters passed to a corpus function directly (the same table and
+    messages as :class:`~sparklda.params.TrainParams`; None means "not given")."""
+    for name, value in values.items():
+        if value is not None:
+            check_param(BY_NAME[name], value, owner)
 
 
 
@@ -213,7 +226,7 @@ def load_text_dataframe(spark, path: str, fmt: str | None = None, text_col: str 
         return spark.read.parquet(path)
     if fmt == "text":
         return spark.read.text(path).withColumnRenamed("value", text_col)
-    raise CorpusError(f"The 'format' parameter must be one of 'json', 'parquet', 'text'; got {fmt!r}.")
+    raise _TEXT_FORMAT.error(fmt, "load_text_dataframe")
 
 
 def from_text(df, text_col: str = "text", id_col: str | None = None, vocab_size: int = 1 << 18,
@@ -236,9 +249,7 @@ def from_text(df, text_col: str = "text", id_col: str | None = None, vocab_size:
     if not isinstance(df.schema[text_col].dataType, StringType):
         raise CorpusError(f"Column {text_col!r} (textCol) must be a string column; got "
                           f"{df.schema[text_col].dataType.simpleString()}.")
-    if int(vocab_size) < 1:
-        raise CorpusError(f"The 'vocab_size' parameter must be an int in the range [1, inf); "
-                          f"got {vocab_size!r}.")
+    check_param(_VOCAB_SIZE, vocab_size, "from_text")
     tok = RegexTokenizer(inputCol=text_col, outputCol="_tokens", pattern=pattern, gaps=True,
                          minTokenLength=min_token_length, toLowercase=True)
     sw = StopWordsRemover(inputCol="_tokens", outputCol="_terms")
@@ -378,13 +389,6 @@ class Corpus:
             self.heldout.unpersist()
 
 
-def _positive_int(name, value, low=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise CorpusError(f"The {name!r} parameter must be an int in the range [{low}, inf); "
-                          f"got {value!r}.")
-    return int(value)
-
-
 def _nonempty(d):
     return len(d[1]) > 0 and bool((d[2] > 0).any())
 
@@ -403,11 +407,8 @@ def split_documents(source: DocSource, stats: dict, heldout_fraction: float = 0.
     ``heldout_fraction`` those whose hash falls below it. The held-out RDD is
     None when nothing is held out.
     """
-    if not (0.0 <= float(heldout_fraction) < 1.0):
-        raise CorpusError(f"The 'heldout_fraction' parameter must be a float in the range "
-                          f"[0, 1); got {heldout_fraction!r}.")
-    if heldout_count is not None:
-        heldout_count = _positive_int("heldout_count", heldout_count, low=0)
+    _check_params("split_documents", heldout_fraction=heldout_fraction,
+                  heldout_count=heldout_count, seed=seed)
     n_nonempty = stats["docs"] - stats["empty"]
     docs_ok = source.rdd.filter(_nonempty).map(_clean)
     threshold = -1.0
@@ -477,9 +478,11 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
     parts_per_slice : partitions (tasks) per round; default the cluster's
         default parallelism.
     """
+    _check_params("build_corpus", minibatch_size=minibatch_size,
+                  heldout_fraction=heldout_fraction, heldout_count=heldout_count, seed=seed,
+                  parts_per_slice=parts_per_slice)
     sc = source.rdd.context
-    minibatch_size = _positive_int("minibatch_size", minibatch_size)
-    parts_per_slice = _positive_int("parts_per_slice", parts_per_slice or sc.defaultParallelism)
+    parts_per_slice = parts_per_slice or sc.defaultParallelism
 
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -17,23 +17,11 @@ import numpy as np
 from .evaluation import completion_loglik
 from .inference import transform_dataframe
 from .stats import normalize_topics
+from ._version import __version__
+from .io import filesystem as _filesystem
+from .io import fs_exists as _exists
 
 FORMAT_VERSION = 1
-
-
-def _filesystem(path: str):
-    """(pyarrow filesystem, path inside it) for a local path or a URI."""
-    from pyarrow import fs
-
-    if "://" in str(path):
-        return fs.FileSystem.from_uri(str(path))
-    return fs.LocalFileSystem(), os.path.abspath(os.path.expanduser(str(path)))
-
-
-def _exists(filesystem, path) -> bool:
-    from pyarrow import fs
-
-    return filesystem.get_file_info(path).type != fs.FileType.NotFound
 
 
 class TopicModel:
@@ -131,7 +119,7 @@ class TopicModel:
                 "format": "sparklda.TopicModel", "format_version": FORMAT_VERSION,
                 "k": self.k, "vocab_size": self.vocab_size, "alpha": self.alpha, "eta": self.eta,
                 "has_vocab": self.vocab is not None,
-                "sparklda_version": _version(), "spark_version": pyspark.__version__,
+                "sparklda_version": __version__, "spark_version": pyspark.__version__,
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                 **{k: v for k, v in self.metadata.items() if k not in ("k", "vocab_size")},
             }
@@ -176,12 +164,6 @@ class TopicModel:
         vocab = table.column("term").to_pylist() if meta.get("has_vocab") else None
         alpha, eta = meta.pop("alpha"), meta.pop("eta")
         return cls(tw, alpha, eta, vocab, meta)
-
-
-def _version():
-    from . import __version__
-
-    return __version__
 
 
 def _json_default(o):

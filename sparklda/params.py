@@ -1,22 +1,43 @@
-"""Training parameters: one table of names, defaults, types and ranges.
+"""Training parameters: one table of names, types, ranges and uses, and one validator.
 
-Validation happens once, at the start of training (not when the object is
-built), from :data:`CONSTRAINTS`, with messages that name the parameter, the
-accepted range and the bad value, e.g. ``The 'k' parameter of LDA must be an
-int in the range [2, inf). Got 1 instead.``
+:data:`CONSTRAINTS` declares every field of :class:`TrainParams` (type, range,
+the algorithms that read it, a one-line doc). :func:`validate_params` checks a
+mapping against it and is the only validator: :meth:`TrainParams.validate`,
+the ``pyspark.ml`` layer (:mod:`sparklda.ml`, which maps pyspark's Param names
+onto these and reports errors under pyspark's names) and the jobs all call
+it. Every message has one form::
+
+    The 'k' parameter of LDA must be an int in the range [2, inf). Got 50.0 instead.
+
+Integers must be real ints (``int`` or a numpy integer, never a float or a
+bool); floats accept ints and must be finite unless the table allows inf.
+Besides the per-value checks, the step schedules of the algorithm in use must
+start with a step of at most 1 (:data:`FIRST_STEPS`); other algorithms' schedules
+are not checked.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .errors import ParamError
 
 ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb")
+#: α, the document-topic prior, when none is given (pyspark's "auto" maps here too).
+DEFAULT_ALPHA = 0.1
+#: η, the topic-word prior, when none is given.
+DEFAULT_ETA = 0.01
+#: Upper end of the documented range of α and η.
+MAX_PRIOR = 1e4
 
 
 @dataclass
 class TrainParams:
-    """Parameters of a training run (all modes).
+    """Parameters of a training run (all modes); :data:`CONSTRAINTS` has their ranges.
 
     Symbols are those of Foulds et al. (2013) unless stated.
     """
@@ -25,20 +46,21 @@ class TrainParams:
     #: K, the number of topics.
     k: int = 10
     #: α, the document-topic Dirichlet prior (pyspark: docConcentration).
-    alpha: float = 0.1
+    alpha: float = DEFAULT_ALPHA
     #: η, the topic-word Dirichlet prior (pyspark: topicConcentration).
-    eta: float = 0.01
+    eta: float = DEFAULT_ETA
     #: Passes over the training corpus (SCVB0/SVB) or iterations (CVB0/CVB).
     passes: int = 20
     #: Stop after this many seconds from the start of fit (checked between rounds, at
-    #: least one round runs; evaluation time excluded); 0 = no limit.
+    #: least one round runs; evaluation time excluded); 0 or inf = no limit.
     time_budget: float = 0.0
     #: Documents per round (|M|); the corpus is cut into minibatch slices of this size.
     #: 2000: see docs/benchmarks.md ("Minibatch size") for the measurements behind it.
     minibatch_size: int = 2000
     #: SCVB0 burn-in passes over each document before the accumulating pass.
     burnin: int = 1
-    #: ρ^Φ = s/(τ+t)^κ per minibatch of ``schedule_minibatch`` documents (paper: 10, 1000, 0.9, 100).
+    #: ρ^Φ = s/(τ+t)^κ per minibatch of ``schedule_minibatch`` documents
+    #: (paper: 10, 1000, 0.9, 100).
     s_phi: float = 10.0
     tau_phi: float = 1000.0
     kappa_phi: float = 0.9
@@ -75,81 +97,238 @@ class TrainParams:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainParams":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"Unknown LDA parameter(s) {unknown}; known parameters: {sorted(names)}.")
+    def from_dict(cls, d: Mapping) -> TrainParams:
+        """TrainParams from a mapping of field names (not validated: call :meth:`validate`);
+        an unknown key raises :class:`~sparklda.errors.ParamError`."""
+        _refuse_unknown(d, "LDA")
         return cls(**d)
 
-    def validate(self) -> "TrainParams":
-        """Check every parameter against :data:`CONSTRAINTS`; raise ValueError."""
-        for name, (kind, low, high, low_open) in CONSTRAINTS.items():
-            check(name, getattr(self, name), kind, low, high, low_open)
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"The 'algorithm' parameter of LDA must be one of "
-                             f"{list(ALGORITHMS)}. Got {self.algorithm!r} instead.")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"The 'dtype' parameter of LDA must be one of ['float32', 'float64']. "
-                             f"Got {self.dtype!r} instead.")
-        first = self.s_phi / self.tau_phi ** self.kappa_phi
-        if first > 1:
-            raise ValueError(f"The step schedule s_phi/(tau_phi)^kappa_phi must start at most 1; "
-                             f"got {first:.4g} from s_phi={self.s_phi}, tau_phi={self.tau_phi}, "
-                             f"kappa_phi={self.kappa_phi}.")
-        first = self.s_theta / self.tau_theta ** self.kappa_theta
-        if first > 1:
-            raise ValueError(f"The step schedule s_theta/(tau_theta)^kappa_theta must start at most "
-                             f"1; got {first:.4g}.")
+    def validate(self) -> TrainParams:
+        """Check every field with :func:`validate_params`; raise ParamError, else return self."""
+        _check_values(self.to_dict(), "LDA", {})
         return self
 
 
-INF = math.inf
-#: name -> (type, low, high, low bound open)
-CONSTRAINTS = {
-    "k": ("int", 2, INF, False),
-    "alpha": ("float", 0, INF, True),
-    "eta": ("float", 0, INF, True),
-    "passes": ("int", 1, INF, False),
-    "time_budget": ("float", 0, INF, False),
-    "minibatch_size": ("int", 1, INF, False),
-    "burnin": ("int", 0, INF, False),
-    "s_phi": ("float", 0, INF, True),
-    "tau_phi": ("float", 0, INF, False),
-    "kappa_phi": ("float", 0.5, 1, False),
-    "schedule_minibatch": ("int", 1, INF, False),
-    "s_theta": ("float", 0, INF, True),
-    "tau_theta": ("float", 0, INF, False),
-    "kappa_theta": ("float", 0, 1, False),
-    "learning_offset": ("float", 0, INF, False),
-    "learning_decay": ("float", 0.5, 1, True),
-    "estep_tol": ("float", 0, INF, True),
-    "estep_max_iter": ("int", 1, INF, False),
-    "seed": ("int", 0, 2 ** 63 - 1, False),
-    "eval_every": ("int", 0, INF, False),
-    "heldout_fraction": ("float", 0, 1, False),
-    "heldout_count": ("int", 0, INF, False),
-    "parts_per_slice": ("int", 0, INF, False),
-    "foldin_max_iter": ("int", 1, INF, False),
-    "checkpoint_interval": ("int", 0, INF, False),
-}
+# --------------------------------------------------------------------------
+# The table
 
 
-def check(name, value, kind, low, high, low_open=False, owner="LDA"):
-    """Raise ValueError unless ``value`` is of ``kind`` within [low, high]."""
-    lo = "(" if low_open else "["
-    hi = "inf)" if high == INF else f"{high}]"
-    msg = (f"The {name!r} parameter of {owner} must be {'an int' if kind == 'int' else 'a float'} "
-           f"in the range {lo}{low}, {hi}. Got {value!r} instead.")
-    if isinstance(value, bool):
-        raise ValueError(msg)
-    if kind == "int":
-        if not isinstance(value, int):
-            if not (isinstance(value, float) and value.is_integer()):
-                raise ValueError(msg)
-    elif not isinstance(value, (int, float)):
-        raise ValueError(msg)
-    if not math.isfinite(float(value)) and not (high == INF and value == INF):
-        raise ValueError(msg)
-    if value < low or (low_open and value == low) or value > high:
-        raise ValueError(msg)
+@dataclass(frozen=True)
+class Constraint:
+    """What one parameter accepts.
+
+    ``type`` is ``int``, ``float``, ``str`` or ``bool``. Numbers must lie in
+    the range from ``low`` to ``high`` (None: unbounded), each end closed
+    unless ``low_open``/``high_open``; floats must be finite unless
+    ``allow_inf`` (then +inf is accepted). A ``str`` must be one of
+    ``options``. ``algorithms`` are the algorithms that read the parameter
+    (None: all). ``special`` values are accepted besides the range and
+    ``note`` describes them in messages (used by the pyspark layer, e.g.
+    ``checkpointInterval=-1``).
+    """
+
+    name: str
+    type: type
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    options: tuple[str, ...] | None = None
+    algorithms: tuple[str, ...] | None = None
+    doc: str = ""
+    allow_inf: bool = False
+    special: tuple = field(default=())
+    note: str = ""
+
+    def applies_to(self, algorithm: str) -> bool:
+        return self.algorithms is None or algorithm in self.algorithms
+
+    def accepts(self, value) -> bool:
+        """Whether ``value`` has the right type and lies in the range (or is special)."""
+        if self.type is bool:
+            return isinstance(value, (bool, np.bool_))
+        if self.type is str:
+            return isinstance(value, str) and (self.options is None or value in self.options)
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        kinds = (int, np.integer) if self.type is int else (int, float, np.integer, np.floating)
+        if not isinstance(value, kinds):
+            return False
+        if value in self.special:
+            return True
+        if self.type is float:
+            try:
+                v = float(value)
+            except OverflowError:  # an int beyond the floats
+                return False
+            if math.isnan(v) or (math.isinf(v) and not (self.allow_inf and v > 0)):
+                return False
+        above_low = (self.low is None or value > self.low
+                     or (value == self.low and not self.low_open))
+        below_high = (self.high is None or value < self.high
+                      or (value == self.high and not self.high_open))
+        return above_low and below_high
+
+    def describe(self) -> str:
+        """What the parameter must be, e.g. ``an int in the range [2, inf)``."""
+        if self.type is bool:
+            text = "a bool (True or False)"
+        elif self.type is str:
+            text = f"one of {list(self.options)}" if self.options else "a str"
+        else:
+            lo = "(-inf" if self.low is None else ("(" if self.low_open else "[") + _num(self.low)
+            if self.high is None:
+                hi = "inf]" if self.allow_inf else "inf)"
+            else:
+                hi = _num(self.high) + (")" if self.high_open else "]")
+            text = f"{'an int' if self.type is int else 'a float'} in the range {lo}, {hi}"
+        return f"{text}, {self.note}" if self.note else text
+
+    def error(self, value, owner: str = "LDA", name: str | None = None) -> ParamError:
+        """The ParamError for ``value`` (shown as given) under ``name`` (default: this name)."""
+        return ParamError(f"The {name or self.name!r} parameter of {owner} must be "
+                          f"{self.describe()}. Got {value!r} instead.")
+
+
+def _num(x) -> str:
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e16:
+        return str(int(x))
+    return str(x)
+
+
+_SCVB0, _SVB, _CVB = ("scvb0",), ("svb",), ("cvb0", "cvb")
+
+#: Every field of :class:`TrainParams`, in field order.
+CONSTRAINTS: tuple[Constraint, ...] = (
+    Constraint("algorithm", str, options=ALGORITHMS, doc="Inference algorithm."),
+    Constraint("k", int, 2, doc="K, the number of topics."),
+    Constraint("alpha", float, 0, MAX_PRIOR, low_open=True,
+               doc="α, the symmetric document-topic Dirichlet prior."),
+    Constraint("eta", float, 0, MAX_PRIOR, low_open=True,
+               doc="η, the topic-word Dirichlet prior."),
+    Constraint("passes", int, 1, doc="Passes over the corpus (SCVB0, SVB) or iterations (CVB0, "
+                                     "CVB)."),
+    Constraint("time_budget", float, 0, allow_inf=True,
+               doc="Seconds of training before stopping between rounds; 0 or inf: no limit."),
+    Constraint("minibatch_size", int, 1, doc="Documents per round."),
+    Constraint("burnin", int, 0, algorithms=_SCVB0,
+               doc="Burn-in passes over each document before the accumulating pass."),
+    Constraint("s_phi", float, 0, low_open=True, algorithms=_SCVB0,
+               doc="s of the topic step ρ^Φ = s/(τ+t)^κ."),
+    Constraint("tau_phi", float, 0, low_open=True, algorithms=_SCVB0,
+               doc="τ of the topic step ρ^Φ."),
+    Constraint("kappa_phi", float, 0.5, 1, low_open=True, algorithms=_SCVB0,
+               doc="κ of the topic step ρ^Φ (Robbins-Monro: in (0.5, 1])."),
+    Constraint("schedule_minibatch", int, 1, algorithms=_SCVB0,
+               doc="Documents per step t of the ρ^Φ schedule."),
+    Constraint("s_theta", float, 0, low_open=True, algorithms=_SCVB0,
+               doc="s of the document step ρ^Θ = s/(τ+t)^κ over a document's tokens."),
+    Constraint("tau_theta", float, 0, low_open=True, algorithms=_SCVB0,
+               doc="τ of the document step ρ^Θ."),
+    Constraint("kappa_theta", float, 0, 1, algorithms=_SCVB0, doc="κ of the document step ρ^Θ."),
+    Constraint("learning_offset", float, 0, low_open=True, algorithms=_SVB,
+               doc="τ0 of the SVB step ρ = (τ0+t)^-κ."),
+    Constraint("learning_decay", float, 0.5, 1, low_open=True, algorithms=_SVB,
+               doc="κ of the SVB step (Robbins-Monro: in (0.5, 1])."),
+    Constraint("batch", bool, algorithms=_SVB, doc="SVB: batch VB (one minibatch, ρ = 1)."),
+    Constraint("estep_tol", float, 0, low_open=True, algorithms=_SVB,
+               doc="SVB E-step: mean |Δγ| threshold."),
+    Constraint("estep_max_iter", int, 1, algorithms=_SVB, doc="SVB E-step: iteration cap."),
+    Constraint("seed", int, 0, 2 ** 63 - 1, doc="Seed of every random choice."),
+    Constraint("dtype", str, options=("float32", "float64"),
+               doc="Floating point type of the kernels and broadcasts."),
+    Constraint("eval_every", int, 0, doc="Score the held-out documents every n rounds (0: at "
+                                         "the end)."),
+    Constraint("heldout_fraction", float, 0, 1, high_open=True,
+               doc="Seeded fraction of the documents held out of training."),
+    Constraint("heldout_count", int, 0, doc="Documents held out of training (wins when > 0)."),
+    Constraint("parts_per_slice", int, 0, doc="Tasks per round (0: default parallelism)."),
+    Constraint("foldin_max_iter", int, 1, doc="Fold-in iterations of evaluation and transform."),
+    Constraint("checkpoint_interval", int, 0, algorithms=_CVB,
+               doc="Checkpoint the γ blocks every n iterations (0: never)."),
+)
+
+#: name -> :class:`Constraint`.
+BY_NAME: dict[str, Constraint] = {c.name: c for c in CONSTRAINTS}
+
+
+@dataclass(frozen=True)
+class FirstStep:
+    """A step schedule of ``algorithm`` whose first step must be at most 1.
+
+    ``formula`` names the parameters in braces; ``first`` computes the step
+    from the values; ``applies`` says whether the schedule is in use.
+    """
+
+    algorithm: str
+    names: tuple[str, ...]
+    formula: str
+    first: Callable[[Mapping], float]
+    applies: Callable[[Mapping], bool] = lambda v: True
+
+
+#: The step schedules checked after the per-value checks (only for their algorithm).
+FIRST_STEPS: tuple[FirstStep, ...] = (
+    FirstStep("scvb0", ("s_phi", "tau_phi", "kappa_phi"), "{s_phi}/{tau_phi}^{kappa_phi}",
+              lambda v: v["s_phi"] / v["tau_phi"] ** v["kappa_phi"]),
+    FirstStep("scvb0", ("s_theta", "tau_theta", "kappa_theta"),
+              "{s_theta}/{tau_theta}^{kappa_theta}",
+              lambda v: v["s_theta"] / v["tau_theta"] ** v["kappa_theta"]),
+    FirstStep("svb", ("learning_offset", "learning_decay"), "{learning_offset}^-{learning_decay}",
+              lambda v: v["learning_offset"] ** -v["learning_decay"],
+              applies=lambda v: not v["batch"]),
+)
+
+
+# --------------------------------------------------------------------------
+# The validator
+
+
+def check_param(constraint: Constraint, value, owner: str = "LDA",
+                name: str | None = None) -> None:
+    """Raise :class:`~sparklda.errors.ParamError` unless ``constraint`` accepts ``value``;
+    the message names the parameter as ``name`` (default: the constraint's name)."""
+    if not constraint.accepts(value):
+        raise constraint.error(value, owner, name)
+
+
+def validate_params(mapping: Mapping, owner: str = "LDA", *,
+                    aliases: Mapping[str, str] | None = None) -> TrainParams:
+    """Check ``mapping`` (TrainParams field names; missing fields take their defaults)
+    against :data:`CONSTRAINTS` and :data:`FIRST_STEPS` and return the TrainParams.
+
+    ``owner`` and ``aliases`` (field -> the caller's name for it, e.g. ``tau_phi`` ->
+    ``learningOffset``) only change how messages name things. Raises
+    :class:`~sparklda.errors.ParamError` for an unknown name or a bad value.
+    """
+    _refuse_unknown(mapping, owner)
+    values = {**_DEFAULTS, **mapping}
+    _check_values(values, owner, aliases or {})
+    return TrainParams(**values)
+
+
+def _refuse_unknown(mapping: Mapping, owner: str) -> None:
+    unknown = sorted(set(mapping) - set(BY_NAME), key=str)
+    if unknown:
+        raise ParamError(f"Unknown {owner} parameter(s) {unknown}; known parameters: "
+                         f"{sorted(BY_NAME)}.")
+
+
+def _check_values(values: Mapping, owner: str, aliases: Mapping[str, str]) -> None:
+    for c in CONSTRAINTS:
+        check_param(c, values[c.name], owner, aliases.get(c.name))
+    for s in FIRST_STEPS:
+        if values["algorithm"] != s.algorithm or not s.applies(values):
+            continue
+        try:
+            first = s.first(values)
+        except (OverflowError, ZeroDivisionError):
+            first = math.inf
+        if first > 1:
+            shown = {n: aliases.get(n, n) for n in s.names}
+            given = ", ".join(f"{shown[n]}={values[n]!r}" for n in s.names)
+            raise ParamError(f"The first step {s.formula.format(**shown)} of {owner} must be at "
+                             f"most 1. Got {first:.4g} from {given} instead.")
+
+
+_DEFAULTS = TrainParams().to_dict()

@@ -9,7 +9,8 @@ import pytest
 
 from sparklda.block import DocBlock, split_halves
 from sparklda.corpus import (CorpusError, DocSource, build_corpus, from_text, from_vectors,
-                             read_uci)
+                             read_uci, split_documents)
+from sparklda.errors import ParamError
 from tests.helpers import planted_source
 
 
@@ -179,10 +180,19 @@ def test_heldout_split_is_seeded_exact_and_disjoint(spark):
             x.unpersist()
     with pytest.raises(CorpusError, match="'heldout_count' parameter \\(500\\) must be smaller"):
         build_corpus(src, heldout_count=500)
-    with pytest.raises(CorpusError, match="'heldout_fraction' parameter must be a float in the range"):
-        build_corpus(src, heldout_fraction=1.5)
-    with pytest.raises(CorpusError, match="'minibatch_size' parameter must be an int"):
+    # parameters are checked before any Spark job, with the messages of sparklda.params
+    sc = spark.sparkContext
+    before = sc.statusTracker().getJobIdsForGroup()
+    with pytest.raises(ParamError, match="^The 'heldout_fraction' parameter of build_corpus must "
+                                         "be a float in the range \\[0, 1\\). Got 1.0 instead.$"):
+        build_corpus(src, heldout_fraction=1.0)
+    with pytest.raises(ParamError, match="^The 'minibatch_size' parameter of build_corpus must be "
+                                         "an int in the range \\[1, inf\\). Got 0 instead.$"):
         build_corpus(src, minibatch_size=0)
+    with pytest.raises(ParamError, match="'heldout_count' parameter of split_documents must be an "
+                                         "int in the range \\[0, inf\\). Got 2.0 instead."):
+        split_documents(src, {"docs": 100, "empty": 2}, heldout_count=2.0)
+    assert sc.statusTracker().getJobIdsForGroup() == before
 
 
 def test_doc_block_layout_and_split_halves():

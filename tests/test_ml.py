@@ -206,7 +206,7 @@ def test_params_map_onto_train_params():
     assert auto.minibatch_size == TrainParams().minibatch_size  # subsamplingRate: only when set
     assert LDA().getMinibatchSize() == TrainParams().minibatch_size
     import sparklda.modes  # noqa: F401
-    from sparklda.training import MODES
+    from sparklda.modes import MODES
 
     for modes, kwargs, check in (
             ("svb", dict(algorithm="svb", learningOffset=64.0, learningDecay=0.6),
@@ -241,7 +241,8 @@ BAD_PARAMS = [
     (dict(k=2, docConcentration=[0.1] * 3), "or a list of 1 or k=2 such floats"),
     (dict(docConcentration=0.0), "Got [0.0] instead."),
     (dict(topicConcentration=0.0), "The 'topicConcentration' parameter of LDA must be a float "
-                                   "in the range (0, inf)"),
+                                   "in the range (0, 10000], or None or -1 for the default 0.01. "
+                                   "Got 0.0 instead."),
     (dict(optimizer="gibbs"), "The 'optimizer' parameter of LDA must be one of ['em', 'online', "
                               "'scvb0', 'cvb0', 'cvb', 'svb']. Got 'gibbs' instead."),
     (dict(algorithm="lsa"), "The 'algorithm' parameter of LDA must be one of"),
@@ -273,7 +274,7 @@ def test_bad_params_fail_at_fit_before_any_job(spark, counted, kwargs, message):
 
 def test_unavailable_algorithm_is_named(spark, counted, monkeypatch):
     from sparklda import LDA
-    from sparklda.training import MODES
+    from sparklda.modes import MODES
 
     import sparklda.modes  # noqa: F401
 

@@ -130,10 +130,10 @@ def test_evaluate_prefers_the_true_topics(spark):
 @pytest.mark.parametrize("name,value,message", [
     ("k", 1, "The 'k' parameter of LDA must be an int in the range [2, inf). Got 1 instead."),
     ("k", 2.5, "The 'k' parameter of LDA must be an int in the range [2, inf). Got 2.5 instead."),
-    ("alpha", 0.0, "The 'alpha' parameter of LDA must be a float in the range (0, inf). Got 0.0"),
-    ("eta", -1, "The 'eta' parameter of LDA must be a float in the range (0, inf). Got -1"),
+    ("alpha", 0.0, "The 'alpha' parameter of LDA must be a float in the range (0, 10000]. Got 0.0"),
+    ("eta", -1, "The 'eta' parameter of LDA must be a float in the range (0, 10000]. Got -1"),
     ("passes", 0, "The 'passes' parameter of LDA must be an int in the range [1, inf). Got 0"),
-    ("kappa_phi", 0.2, "The 'kappa_phi' parameter of LDA must be a float in the range [0.5, 1]."),
+    ("kappa_phi", 0.2, "The 'kappa_phi' parameter of LDA must be a float in the range (0.5, 1]."),
     ("minibatch_size", True, "The 'minibatch_size' parameter of LDA must be an int"),
     ("algorithm", "gibbs", "The 'algorithm' parameter of LDA must be one of"),
     ("dtype", "float16", "The 'dtype' parameter of LDA must be one of ['float32', 'float64']"),
@@ -148,7 +148,8 @@ def test_parameter_validation_messages(name, value, message):
 def test_unknown_parameter_and_schedule_start():
     with pytest.raises(ValueError, match="Unknown LDA parameter\\(s\\) \\['topics'\\]"):
         TrainParams.from_dict({"topics": 5})
-    with pytest.raises(ValueError, match="s_phi/\\(tau_phi\\)\\^kappa_phi must start at most 1"):
+    with pytest.raises(ValueError, match="The first step s_phi/tau_phi\\^kappa_phi of LDA must be "
+                                         "at most 1. Got 100 from s_phi=100.0"):
         TrainParams(s_phi=100.0, tau_phi=1.0).validate()
     TrainParams().validate()  # the defaults are valid
 

@@ -47,7 +47,8 @@ def splitmix64(x: ArrayLike) -> NDArray[np.uint64]:
 def doc_keys(seed: int, stream: int, doc_ids: ArrayLike) -> NDArray[np.uint64]:
     """One 64-bit key per document for (seed, stream); uint64 array."""
     with np.errstate(over="ignore"):
-        base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _M1 + np.uint64(stream & 0xFFFFFFFF))
+        base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _M1
+                          + np.uint64(stream & 0xFFFFFFFF))
         return splitmix64(np.asarray(doc_ids, dtype=np.int64).astype(np.uint64) ^ base)
 
 

@@ -37,7 +37,8 @@ def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
                 gamma = [g / z for g in gamma]
                 rho = s_theta / (tau_theta + t) ** kappa_theta
                 decay = (1.0 - rho) ** m
-                ntheta = [decay * ntheta[k] + c_j * gamma[k] * (1.0 - decay) for k in range(n_topics)]
+                ntheta = [decay * ntheta[k] + c_j * gamma[k] * (1.0 - decay)
+                          for k in range(n_topics)]
                 if sweep == burnin:
                     for k in range(n_topics):
                         nhat[w, k] += m * gamma[k]
@@ -97,7 +98,7 @@ def foldin_block(indptr, local, counts, phi, alpha, max_iter=100, tol=1e-4):
                     z = sum(r)
                     for k in range(n_topics):
                         new[k] += float(counts[p]) * r[k] / z
-                change = sum(abs(a - b) for a, b in zip(new, ntheta))
+                change = sum(abs(a - b) for a, b in zip(new, ntheta, strict=True))
                 ntheta = new
                 if change <= tol * c_j:
                     break
@@ -113,3 +114,87 @@ def loglik_block(indptr, local, counts, phi, theta):
             total += float(counts[p]) * math.log(s)
             tokens += float(counts[p])
     return total, tokens
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+def init_doc_stats(uniforms, doc_lengths):
+    """Random N^Θ start: row j is ``uniforms[j]`` scaled to sum to C_j (float64)."""
+    theta = np.zeros((len(uniforms), len(uniforms[0])))
+    for j, row in enumerate(uniforms):
+        total = sum(float(x) for x in row)
+        for k, x in enumerate(row):
+            theta[j, k] = float(x) / total * float(doc_lengths[j])
+    return theta
+
+
+def scatter_add_rows(acc, idx, rows):
+    """A new ``acc`` with ``rows[i]`` added to row ``idx[i]``, for i in order (repeats add up)."""
+    out = np.array(acc, copy=True)
+    for i in range(len(idx)):
+        for k in range(out.shape[1]):
+            out[int(idx[i]), k] += float(rows[i, k])
+    return out
+
+
+def add_scaled_rows(base, mirror, terms, rows, factor):
+    """SCVB0's driver update of touched rows, on copies:
+    base[t] += factor · rows[i] and mirror[t] = base[t] for t = terms[i];
+    returns (new base, new mirror, column sums of rows in float64)."""
+    base, mirror = np.array(base, copy=True), np.array(mirror, copy=True)
+    totals = np.zeros(rows.shape[1])
+    for i, t in enumerate(terms):
+        for k in range(rows.shape[1]):
+            base[int(t), k] = base[int(t), k] + factor * float(rows[i, k])
+            mirror[int(t), k] = base[int(t), k]
+            totals[k] += float(rows[i, k])
+    return base, mirror, totals
+
+
+def normalize_topics(topic_word, eta=0.0, topic_axis=1):
+    """φ̂[w, k] = (N^Φ_wk + η) / Σ_w' (N^Φ_w'k + η), returned as (V, K)."""
+    m = np.array(topic_word, dtype=np.float64)
+    if topic_axis == 0:
+        m = m.T
+    n_words, n_topics = m.shape
+    phi = np.zeros((n_words, n_topics))
+    for k in range(n_topics):
+        total = sum(float(m[w, k]) + eta for w in range(n_words))
+        for w in range(n_words):
+            phi[w, k] = (float(m[w, k]) + eta) / total
+    return phi
+
+
+# --------------------------------------------------------------------------- random streams
+
+_MASK64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    """Steele, Lea & Flood's SplitMix64 output function (Vigna's ``splitmix64.c``)
+    for one state x, in Python integers mod 2^64."""
+    z = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def doc_key(seed, stream, doc_id):
+    """The 64-bit key of a document: splitmix64(doc_id ^ splitmix64(seed·M1 + stream)),
+    doc_id taken as a 64-bit two's-complement integer, seed mod 2^64, stream mod 2^32."""
+    base = splitmix64(((seed & _MASK64) * 0xBF58476D1CE4E5B9 + (stream & 0xFFFFFFFF))
+                      & _MASK64)
+    return splitmix64((doc_id & _MASK64) ^ base)
+
+
+def uniform_matrix(seed, stream, doc_ids, k):
+    """Row j, column i: the top 53 bits of splitmix64(key_j + (i+1)·golden), plus ½,
+    over 2^53 (a float64 strictly inside (0, 1))."""
+    out = np.zeros((len(doc_ids), k))
+    for j, doc_id in enumerate(doc_ids):
+        key = doc_key(seed, stream, int(doc_id))
+        for i in range(k):
+            bits = splitmix64((key + (i + 1) * 0x9E3779B97F4A7C15) & _MASK64) >> 11
+            out[j, i] = (float(bits) + 0.5) / float(1 << 53)
+    return out

@@ -19,6 +19,23 @@ def _pairs(indptr, j):
     return list(range(int(indptr[j]), int(indptr[j + 1])))
 
 
+def cvb0_init_gamma(uniforms):
+    """Initial γ of each pair: its row of positive draws divided by the row's sum (float64)."""
+    gamma = np.zeros((len(uniforms), len(uniforms[0])))
+    for p, row in enumerate(uniforms):
+        total = sum(float(x) for x in row)
+        for k, x in enumerate(row):
+            gamma[p, k] = float(x) / total
+    return gamma
+
+
+def dirichlet_expectation(row):
+    """E[log θ_k] = ψ(a_k) − ψ(Σ_i a_i) under Dirichlet(a) for one row a (Eq. 6 of Hoffman
+    et al. 2010), with scipy's ψ."""
+    psi_total = float(digamma(sum(float(x) for x in row)))
+    return [float(digamma(float(x))) - psi_total for x in row]
+
+
 def _cvb_sweep(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, second_order,
                var_phi=None, var_z=None):
     """One sweep of Eq. 3 (CVB0) or Eq. 18 (CVB), clumped, γ updated pair by pair.
@@ -151,7 +168,7 @@ def svb_estep_block(indptr, local, counts, exp_elogbeta, alpha, gamma_init, max_
                 r = phi(p, et)
                 for k in range(n_topics):
                     new[k] += float(counts[p]) * r[k]
-            change = sum(abs(a - b) for a, b in zip(new, g)) / n_topics
+            change = sum(abs(a - b) for a, b in zip(new, g, strict=True)) / n_topics
             g = new
             et = exp_elogtheta(g)
             if change < tol:
@@ -191,7 +208,7 @@ def cvb_exact_pair_gamma(indptr, local, counts, gamma, p, alpha, eta, w_eta):
     u = int(local[p])
     logits = []
     for k in range(n_topics):
-        def tokens(qs):
+        def tokens(qs, k=k):
             return [float(gamma[q, k]) for q in qs if q != p for _ in range(int(counts[q]))]
         in_doc = tokens(_pairs(indptr, doc))
         same_term = tokens([q for q in range(n_pairs) if int(local[q]) == u])

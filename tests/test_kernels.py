@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 from sparklda import kernels
+from sparklda.kernels.random import doc_keys, splitmix64
+from sparklda.kernels.scvb0 import add_scaled_rows, scatter_add_rows
+from sparklda.stats import TopicStats, normalize_topics
 from tests import reference
 
 
@@ -43,6 +46,24 @@ def test_scvb0_block_matches_reference(dtype, rtol, burnin):
     assert got.dtype == dtype
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3)
     # every token's responsibilities sum to one: the block's N̂ mass is its token count
+    assert got.sum() == pytest.approx(counts.sum(), rel=rtol * 10)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 2e-4)])
+def test_scvb0_block_fractional_counts_match_reference(dtype, rtol):
+    """Counts that are not all integers (e.g. tf-idf weights) take the kernel's
+    per-pair pow path instead of its step-size tables."""
+    rng = np.random.default_rng(6)
+    indptr, local, counts = random_block(rng)
+    counts = counts * 0.37 + 0.05
+    k = 4
+    phi_norm = rng.random((13, k)) + 0.01
+    theta0 = rng.random((len(indptr) - 1, k))
+    want = reference.scvb0_block(indptr, local, counts, phi_norm, theta0, 0.1, 2)
+    got = kernels.scvb0_block(indptr, local, counts.astype(dtype), phi_norm.astype(dtype),
+                              theta0.astype(dtype), 0.1, 2)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3)
     assert got.sum() == pytest.approx(counts.sum(), rel=rtol * 10)
 
 
@@ -90,6 +111,40 @@ def test_foldin_recovers_a_pure_document():
     assert theta[0].argmax() == 1 and theta[0, 1] > 0.95
 
 
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-14), (np.float32, 1e-6)])
+def test_init_doc_stats_matches_reference(dtype, rtol):
+    rng = np.random.default_rng(4)
+    uniforms = rng.random((6, 5)).astype(dtype)
+    lengths = np.array([3.0, 0.0, 17.0, 1.0, 250.0, 8.0])  # an empty document too
+    got = kernels.init_doc_stats(uniforms, lengths)
+    assert got.dtype == dtype and got.shape == (6, 5)
+    np.testing.assert_allclose(got, reference.init_doc_stats(uniforms, lengths), rtol=rtol)
+    np.testing.assert_allclose(got.sum(1), lengths, rtol=10 * rtol)
+
+
+def test_splitmix64_matches_published_sequence():
+    # SplitMix64 seeded with 0 (Vigna's splitmix64.c) outputs these three numbers first
+    want = [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+    states = [(i * 0x9E3779B97F4A7C15) & ((1 << 64) - 1) for i in range(3)]
+    assert [reference.splitmix64(x) for x in states] == want
+    assert splitmix64(np.array(states, dtype=np.uint64)).tolist() == want
+
+
+@pytest.mark.parametrize("seed,stream", [(0, 0), (3, 11), (2**63 + 5, 1003)])
+def test_random_streams_match_reference(seed, stream):
+    ids = np.array([0, 1, 5, 9, 123456, 1_000_000_007, 2**62 + 3], dtype=np.int64)
+    assert doc_keys(seed, stream, ids).tolist() == [reference.doc_key(seed, stream, int(d))
+                                                    for d in ids]
+    want = reference.uniform_matrix(seed, stream, ids, 6)
+    got = kernels.uniform_matrix(seed, stream, ids, 6)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
+    got32 = kernels.uniform_matrix(seed, stream, ids, 6, np.float32)
+    assert got32.dtype == np.float32
+    np.testing.assert_array_equal(got32, want.astype(np.float32))
+    np.testing.assert_array_equal(kernels.uniform_per_doc(seed, stream, ids), want[:, 0])
+
+
 def test_random_streams_depend_only_on_seed_stream_and_doc():
     ids = np.array([5, 9, 1_000_000_007], dtype=np.int64)
     a = kernels.uniform_matrix(3, 1, ids, 4)
@@ -113,37 +168,42 @@ def test_kernels_import_without_pyspark():
     assert out.stdout.strip() == "ok"
 
 
-def test_scatter_add_rows_matches_numpy_add_at():
-    from sparklda.kernels.scvb0 import scatter_add_rows
-
+def test_scatter_add_rows_matches_reference_and_numpy_add_at():
     rng = np.random.default_rng(0)
     acc = rng.random((30, 7))
     idx = rng.integers(0, 30, size=50)  # repeats on purpose
     rows = rng.random((50, 7)).astype(np.float32)
+    want = reference.scatter_add_rows(acc, idx, rows)
     expected = acc.copy()
     np.add.at(expected, idx, rows)
-    np.testing.assert_allclose(scatter_add_rows(acc, idx, rows), expected, rtol=1e-12)
+    got = scatter_add_rows(acc, idx, rows)
+    assert got is acc  # in place
+    # the same float64 additions in the same order: identical sums
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
-def test_add_scaled_rows_matches_numpy():
-    from sparklda.kernels.scvb0 import add_scaled_rows
-
+def test_add_scaled_rows_matches_reference_and_numpy():
     rng = np.random.default_rng(1)
     base = rng.random((40, 5))
     mirror = base.astype(np.float32)
     terms = np.sort(rng.choice(40, size=12, replace=False))
     rows = rng.random((12, 5))
+    want_base, want_mirror, want_totals = reference.add_scaled_rows(base, mirror, terms, rows,
+                                                                    0.3)
     exp_base = base.copy()
     exp_base[terms] += 0.3 * rows
     totals = add_scaled_rows(base, mirror, terms, rows, 0.3)
+    assert totals.dtype == np.float64
+    np.testing.assert_allclose(base, want_base, rtol=1e-15)
+    np.testing.assert_array_equal(mirror, want_mirror)
+    np.testing.assert_allclose(totals, want_totals, rtol=1e-14)
     np.testing.assert_allclose(base, exp_base, rtol=1e-12)
     np.testing.assert_allclose(mirror, exp_base.astype(np.float32), rtol=1e-6)
     np.testing.assert_allclose(totals, rows.sum(0), rtol=1e-12)
 
 
 def test_merge_all_sums_rows_by_term():
-    from sparklda.stats import TopicStats
-
     rng = np.random.default_rng(2)
     v, k = 25, 4
     parts, dense = [], np.zeros((v, k))
@@ -160,3 +220,18 @@ def test_merge_all_sums_rows_by_term():
     full = merged.to_dense(v)
     np.testing.assert_allclose(full.rows, dense, rtol=1e-6)
     np.testing.assert_array_equal(full.terms, np.arange(v))
+
+
+@pytest.mark.parametrize("eta", [0.0, 0.05])
+def test_normalize_topics_matches_reference(eta):
+    rng = np.random.default_rng(3)
+    vk = rng.random((9, 4)) * 10
+    vk[2] = 0.0  # a word no topic uses
+    got = normalize_topics(vk, eta)
+    assert got.dtype == np.float64 and got.shape == (9, 4)
+    np.testing.assert_allclose(got, reference.normalize_topics(vk, eta), rtol=1e-14)
+    np.testing.assert_allclose(got.sum(0), 1.0, rtol=1e-14)
+    # topics as rows (scikit-learn's components_) give the same (V, K) matrix
+    np.testing.assert_allclose(normalize_topics(vk.T.astype(np.float32), eta, topic_axis=0),
+                               reference.normalize_topics(vk.T.astype(np.float32), eta,
+                                                          topic_axis=0), rtol=1e-14)

@@ -97,7 +97,7 @@ def test_cvb_second_order_matches_reference(dtype, seed):
     assert all(a.dtype == dtype for a in out)
     tol = TOL[dtype]
     np.testing.assert_allclose(got_gamma, want[0], **tol)
-    for got, exp in zip(out, want[1:]):
+    for got, exp in zip(out, want[1:], strict=True):
         np.testing.assert_allclose(got, exp, rtol=tol["rtol"], atol=tol["atol"] * 10)
     # the correction does something: CVB differs from CVB0 on the same input
     g0 = gamma.copy()
@@ -117,7 +117,7 @@ def test_cvb0_block_invariants(dtype, second_order):
     c = counts.astype(np.float64)[:, None]
     tight = 1e-12 if dtype == np.float64 else 1e-5
     # inputs other than γ are left alone
-    for before, after in zip(inputs, (nphi, nz, var_phi, var_z)):
+    for before, after in zip(inputs, (nphi, nz, var_phi, var_z), strict=True):
         np.testing.assert_array_equal(before, after)
     # each pair's γ is a distribution, so the block's m·γ mass is its token count
     np.testing.assert_allclose(new.sum(1), 1.0, rtol=0, atol=tight)
@@ -155,12 +155,20 @@ def test_cvb0_block_rejects_gamma_it_cannot_update_in_place():
                            second_order=True)
 
 
-def test_cvb0_init_gamma_rows_sum_to_one():
-    u = np.random.default_rng(0).random((5, 4)).astype(np.float32)
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-15), (np.float32, 1e-6)])
+def test_cvb0_init_gamma_matches_reference(dtype, rtol):
+    u = np.random.default_rng(0).random((5, 4)).astype(dtype)
     g = kernels.cvb0_init_gamma(u)
-    assert g.dtype == np.float32 and g.flags.c_contiguous
-    np.testing.assert_allclose(g.sum(1), 1.0, rtol=1e-6)
-    np.testing.assert_allclose(g, u / u.sum(1, keepdims=True), rtol=1e-6)
+    assert g.dtype == dtype and g.flags.c_contiguous
+    np.testing.assert_allclose(g, ref.cvb0_init_gamma(u), rtol=rtol)
+    np.testing.assert_allclose(g.sum(1), 1.0, rtol=rtol)
+
+
+def test_cvb0_init_gamma_of_integer_draws_is_float64():
+    u = np.array([[1, 3], [2, 2], [5, 1]])
+    g = kernels.cvb0_init_gamma(np.asfortranarray(u))
+    assert g.dtype == np.float64 and g.flags.c_contiguous
+    np.testing.assert_allclose(g, ref.cvb0_init_gamma(u), rtol=1e-15)
 
 
 # ---- CVB sign conventions: against the exact expectations of Eq. 15 (Teh et al. appendix)
@@ -322,8 +330,10 @@ def test_digamma_domain():
 def test_dirichlet_expectation_2d_matches_scipy(dtype, rtol):
     a = np.random.default_rng(0).gamma(0.5, 2.0, size=(6, 9)) + 1e-3
     a = a.astype(dtype)
-    want = scipy.special.digamma(a.astype(np.float64)) \
-        - scipy.special.digamma(a.astype(np.float64).sum(1, keepdims=True))
+    want = np.array([ref.dirichlet_expectation(row) for row in a])
+    np.testing.assert_allclose(  # the row-by-row reference is scipy's vectorised formula
+        want, scipy.special.digamma(a.astype(np.float64))
+        - scipy.special.digamma(a.astype(np.float64).sum(1, keepdims=True)), rtol=1e-13)
     got = kernels.dirichlet_expectation_2d(a)
     assert got.dtype == dtype and got.shape == a.shape
     np.testing.assert_allclose(got, want, rtol=rtol)

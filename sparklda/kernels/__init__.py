@@ -1,8 +1,11 @@
 """Numeric kernels: pure functions over numpy arrays (numba-compiled).
 
 This package never imports pyspark; the distributed layer calls into it.
-Every kernel has a plain reference in ``tests/reference.py`` (SCVB0, fold-in)
-or ``tests/reference_modes.py`` (CVB0, CVB, SVB).
+Every kernel, the driver-side ones included, is tested against a plainly
+written reference: ``tests/reference.py`` (SCVB0, N^Θ initialisation, fold-in
+and log-likelihood, the driver's row updates and merge, the random streams)
+or ``tests/reference_modes.py`` (CVB0, CVB, SVB, the initial γ, E[log θ]);
+:func:`digamma` is tested against ``scipy.special.digamma``.
 """
 
 from .cvb0 import cvb0_block, cvb0_init_gamma

@@ -9,15 +9,26 @@ cvb0_block`` and ``::cvb_block``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _cvb_block(indptr, local, counts, gamma, nphi, nz, var_phi, var_z, alpha, eta,
-               w_eta, second_order, d_nphi, d_nz, d_var_phi, d_var_z):
+def _cvb_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
+               counts: NDArray[np.floating[Any]], gamma: NDArray[np.floating[Any]],
+               nphi: NDArray[np.floating[Any]], nz: NDArray[np.floating[Any]],
+               var_phi: NDArray[np.floating[Any]], var_z: NDArray[np.floating[Any]],
+               alpha: np.floating[Any], eta: np.floating[Any], w_eta: np.floating[Any],
+               second_order: bool, d_nphi: NDArray[np.floating[Any]],
+               d_nz: NDArray[np.floating[Any]], d_var_phi: NDArray[np.floating[Any]],
+               d_var_z: NDArray[np.floating[Any]],
+               ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]],
+                          NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
     # nphi, nz, var_phi, var_z are the caller's private working copies: they
     # start at the broadcast values and follow this block's own changes.
     n_docs = indptr.shape[0] - 1
@@ -113,8 +124,13 @@ def _cvb_block(indptr, local, counts, gamma, nphi, nz, var_phi, var_z, alpha, et
     return d_nphi, d_nz, d_var_phi, d_var_z
 
 
-def cvb0_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta,
-               second_order=False, var_phi=None, var_z=None):
+def cvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
+               counts: NDArray[np.floating[Any]], gamma: NDArray[np.floating[Any]],
+               nphi: NDArray[np.floating[Any]], nz: NDArray[np.floating[Any]],
+               alpha: float, eta: float, w_eta: float, second_order: bool = False,
+               var_phi: NDArray[np.floating[Any]] | None = None,
+               var_z: NDArray[np.floating[Any]] | None = None,
+               ) -> tuple[NDArray[np.floating[Any]], ...]:
     """One CVB0 (or CVB) sweep over a block of documents, updating γ in place.
 
     For each document j, N^Θ_j = Σ_p m_p γ_p is computed from the stored γ of
@@ -266,7 +282,7 @@ def cvb0_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta,
     return d_nphi, d_nz
 
 
-def cvb0_init_gamma(uniforms: np.ndarray) -> np.ndarray:
+def cvb0_init_gamma(uniforms: NDArray[np.number[Any]]) -> NDArray[np.floating[Any]]:
     """Random initial γ for CVB0/CVB: each row of ``uniforms`` normalised to sum to 1.
 
     ``uniforms`` (nnz, K) are positive draws the caller supplies (for example

@@ -7,14 +7,20 @@ MLlib, are scored by the same code. References: ``tests/reference.py``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _foldin_block(indptr, local, counts, phi, alpha, max_iter, tol, theta):
+def _foldin_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
+                  counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
+                  alpha: np.floating[Any], max_iter: int, tol: np.floating[Any],
+                  theta: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     zero = alpha - alpha
@@ -53,7 +59,10 @@ def _foldin_block(indptr, local, counts, phi, alpha, max_iter, tol, theta):
     return theta
 
 
-def foldin_block(indptr, local, counts, phi, alpha, max_iter=100, tol=1e-4):
+def foldin_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
+                 counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
+                 alpha: float, max_iter: int = 100,
+                 tol: float = 1e-4) -> NDArray[np.floating[Any]]:
     """Infer each document's topic proportions θ with the topics held fixed.
 
     Fixed-point (EM) iterations on the document statistics N^Θ_j, the SCVB0
@@ -89,7 +98,9 @@ def foldin_block(indptr, local, counts, phi, alpha, max_iter=100, tol=1e-4):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _loglik_block(indptr, local, counts, phi, theta):
+def _loglik_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
+                  counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
+                  theta: NDArray[np.floating[Any]]) -> tuple[float, float]:
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     total = 0.0
@@ -105,7 +116,9 @@ def _loglik_block(indptr, local, counts, phi, theta):
     return total, tokens
 
 
-def loglik_block(indptr, local, counts, phi, theta):
+def loglik_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
+                 counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
+                 theta: NDArray[np.floating[Any]]) -> tuple[float, float]:
     """Log-likelihood of a block's tokens under θ and φ̂, in float64.
 
     Equivalent to ``sum_p counts[p] * log(theta[doc(p)] @ phi[local[p]])``;

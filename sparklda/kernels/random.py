@@ -8,8 +8,10 @@ result never depends on which executor, partition or task attempt ran it.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 
 class Stream(IntEnum):
@@ -32,7 +34,7 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
 
-def splitmix64(x: np.ndarray) -> np.ndarray:
+def splitmix64(x: ArrayLike) -> NDArray[np.uint64]:
     """The splitmix64 finaliser, elementwise over a uint64 array (wrapping)."""
     x = np.asarray(x, dtype=np.uint64)
     with np.errstate(over="ignore"):
@@ -42,14 +44,16 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def doc_keys(seed: int, stream: int, doc_ids: np.ndarray) -> np.ndarray:
+def doc_keys(seed: int, stream: int, doc_ids: ArrayLike) -> NDArray[np.uint64]:
     """One 64-bit key per document for (seed, stream); uint64 array."""
     with np.errstate(over="ignore"):
-        base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _M1 + np.uint64(stream & 0xFFFFFFFF))
+        base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _M1
+                          + np.uint64(stream & 0xFFFFFFFF))
         return splitmix64(np.asarray(doc_ids, dtype=np.int64).astype(np.uint64) ^ base)
 
 
-def uniform_matrix(seed: int, stream: int, doc_ids: np.ndarray, k: int, dtype=np.float64) -> np.ndarray:
+def uniform_matrix(seed: int, stream: int, doc_ids: ArrayLike, k: int,
+                   dtype: DTypeLike = np.float64) -> NDArray[np.floating[Any]]:
     """A (len(doc_ids), k) matrix of uniforms in (0, 1), row j a function of
     (seed, stream, doc_ids[j]) only."""
     keys = doc_keys(seed, stream, doc_ids)
@@ -59,6 +63,6 @@ def uniform_matrix(seed: int, stream: int, doc_ids: np.ndarray, k: int, dtype=np
     return ((bits.astype(np.float64) + 0.5) / float(1 << 53)).astype(dtype, copy=False)
 
 
-def uniform_per_doc(seed: int, stream: int, doc_ids: np.ndarray) -> np.ndarray:
+def uniform_per_doc(seed: int, stream: int, doc_ids: ArrayLike) -> NDArray[np.floating[Any]]:
     """One uniform in (0, 1) per document (used for seeded splits)."""
     return uniform_matrix(seed, stream, doc_ids, 1)[:, 0]

@@ -6,15 +6,23 @@ plainly from the paper's equations is ``tests/reference.py::scvb0_block``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin,
-                 s_theta, tau_theta, kappa_theta, rho_tab, log1m_tab, nhat):
+def _scvb0_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
+                 counts: NDArray[np.floating[Any]], phi_norm: NDArray[np.floating[Any]],
+                 theta_init: NDArray[np.floating[Any]], alpha: np.floating[Any], burnin: int,
+                 s_theta: np.floating[Any], tau_theta: np.floating[Any],
+                 kappa_theta: np.floating[Any], rho_tab: NDArray[np.floating[Any]],
+                 log1m_tab: NDArray[np.floating[Any]],
+                 nhat: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     """The compiled body of :func:`scvb0_block`.
 
     ``rho_tab[t]`` and ``log1m_tab[t]`` = log(1 − rho_tab[t]) are the step
@@ -43,7 +51,7 @@ def _scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin,
         for k in range(n_topics):
             ntheta[k] = theta_init[j, k]
         t = zero
-        ti = 0
+        ti = np.int64(0)
         for sweep in range(burnin + 1):
             last = sweep == burnin
             for p in range(start, end):
@@ -81,7 +89,10 @@ def _scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin,
     return nhat
 
 
-def _step_tables(indptr, counts, burnin, s_theta, tau_theta, kappa_theta, dtype):
+def _step_tables(indptr: NDArray[np.int64], counts: NDArray[np.floating[Any]], burnin: int,
+                 s_theta: float, tau_theta: float, kappa_theta: float,
+                 dtype: np.dtype[np.floating[Any]],
+                 ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
     """ρ_t = s/(τ+t)^κ and log(1−ρ_t) for t = 0 … (burnin+1)·max C_j, computed in
     float64 and cast to ``dtype``; empty tables when a count is not an integer
     (the kernel then evaluates the powers per pair)."""
@@ -97,8 +108,11 @@ def _step_tables(indptr, counts, burnin, s_theta, tau_theta, kappa_theta, dtype)
     return rho.astype(dtype), log1m.astype(dtype)
 
 
-def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
-                s_theta=1.0, tau_theta=10.0, kappa_theta=0.9):
+def scvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
+                counts: NDArray[np.floating[Any]], phi_norm: NDArray[np.floating[Any]],
+                theta_init: NDArray[np.floating[Any]], alpha: float, burnin: int = 1,
+                s_theta: float = 1.0, tau_theta: float = 10.0,
+                kappa_theta: float = 0.9) -> NDArray[np.floating[Any]]:
     """Run SCVB0's burn-in and accumulating passes over a block of documents.
 
     For each document j (tokens clumped as distinct terms u with counts m),
@@ -143,30 +157,35 @@ def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
     phi_norm = np.ascontiguousarray(phi_norm)
     dtype = phi_norm.dtype
     cast = dtype.type
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indptr64 = np.ascontiguousarray(indptr, dtype=np.int64)
     counts = np.ascontiguousarray(counts, dtype=dtype)
-    rho_tab, log1m_tab = _step_tables(indptr, counts, int(burnin), float(s_theta),
+    rho_tab, log1m_tab = _step_tables(indptr64, counts, int(burnin), float(s_theta),
                                       float(tau_theta), float(kappa_theta), dtype)
     nhat = np.zeros(phi_norm.shape, dtype=dtype)
     return _scvb0_block(
-        indptr, np.ascontiguousarray(local, dtype=np.int32), counts, phi_norm,
+        indptr64, np.ascontiguousarray(local, dtype=np.int32), counts, phi_norm,
         np.ascontiguousarray(theta_init, dtype=dtype),
         cast(alpha), int(burnin), cast(s_theta), cast(tau_theta), cast(kappa_theta),
         rho_tab, log1m_tab, nhat,
     )
 
 
-def init_doc_stats(uniforms: np.ndarray, doc_lengths: np.ndarray) -> np.ndarray:
+def init_doc_stats(uniforms: NDArray[np.floating[Any]],
+                   doc_lengths: NDArray[np.number[Any]]) -> NDArray[np.floating[Any]]:
     """Random N^Θ initialisation: row j is ``uniforms[j]`` rescaled to sum to C_j.
 
     Equivalent to ``uniforms / uniforms.sum(1, keepdims=True) * doc_lengths[:, None]``.
     """
     u = np.asarray(uniforms)
-    return u / u.sum(axis=1, keepdims=True) * np.asarray(doc_lengths, dtype=u.dtype)[:, None]
+    row_sums: NDArray[np.floating[Any]] = u.sum(axis=1, keepdims=True)
+    theta: NDArray[np.floating[Any]] = (
+        u / row_sums * np.asarray(doc_lengths, dtype=u.dtype)[:, None])
+    return theta
 
 
 @numba.njit(**JIT_OPTIONS)
-def _scatter_add_rows(acc, idx, rows):
+def _scatter_add_rows(acc: NDArray[np.floating[Any]], idx: NDArray[np.int64],
+                      rows: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     k = rows.shape[1]
     for i in range(rows.shape[0]):
         out = acc[idx[i]]
@@ -176,7 +195,8 @@ def _scatter_add_rows(acc, idx, rows):
     return acc
 
 
-def scatter_add_rows(acc, idx, rows):
+def scatter_add_rows(acc: NDArray[np.floating[Any]], idx: NDArray[np.integer[Any]],
+                     rows: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     """Add ``rows[i]`` to ``acc[idx[i]]`` in place (the driver's merge of the
     tasks' sparse N̂^Φ rows); ``idx`` may repeat. Returns ``acc``.
 
@@ -187,7 +207,9 @@ def scatter_add_rows(acc, idx, rows):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _add_scaled_rows(base, mirror, terms, rows, factor, totals):
+def _add_scaled_rows(base: NDArray[np.floating[Any]], mirror: NDArray[np.floating[Any]],
+                     terms: NDArray[np.int64], rows: NDArray[np.floating[Any]], factor: float,
+                     totals: NDArray[np.float64]) -> NDArray[np.float64]:
     k = rows.shape[1]
     for i in range(rows.shape[0]):
         b = base[terms[i]]
@@ -201,7 +223,9 @@ def _add_scaled_rows(base, mirror, terms, rows, factor, totals):
     return totals
 
 
-def add_scaled_rows(base, mirror, terms, rows, factor):
+def add_scaled_rows(base: NDArray[np.floating[Any]], mirror: NDArray[np.floating[Any]],
+                    terms: NDArray[np.integer[Any]], rows: NDArray[np.floating[Any]],
+                    factor: float) -> NDArray[np.float64]:
     """The driver's SCVB0 update of touched rows, in one pass over them:
     ``base[terms] += factor · rows`` and ``mirror[terms] = base[terms]`` (the
     broadcast copy in the kernels' dtype). ``terms`` are distinct. Returns the

@@ -7,16 +7,19 @@ plainly from the paper is ``tests/reference_modes.py::svb_estep_block``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 from .special import digamma
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _exp_dirichlet_expectation(gamma, j, out):
+def _exp_dirichlet_expectation(gamma: NDArray[np.floating[Any]], j: int,
+                               out: NDArray[np.floating[Any]]) -> None:
     # out = exp(ψ(γ_j) − ψ(Σ γ_j)), digamma in float64, stored in out's dtype
     n_topics = gamma.shape[1]
     total = 0.0
@@ -28,8 +31,12 @@ def _exp_dirichlet_expectation(gamma, j, out):
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _svb_estep_block(indptr, local, counts, expelogbeta, alpha, gamma, max_iter, tol,
-                     tiny, sstats):
+def _svb_estep_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
+                     counts: NDArray[np.floating[Any]], expelogbeta: NDArray[np.floating[Any]],
+                     alpha: np.floating[Any], gamma: NDArray[np.floating[Any]], max_iter: int,
+                     tol: np.floating[Any], tiny: np.floating[Any],
+                     sstats: NDArray[np.floating[Any]],
+                     ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
     # gamma arrives holding gamma_init and is overwritten row by row
     n_docs = indptr.shape[0] - 1
     n_topics = expelogbeta.shape[1]
@@ -74,8 +81,11 @@ def _svb_estep_block(indptr, local, counts, expelogbeta, alpha, gamma, max_iter,
     return gamma, sstats
 
 
-def svb_estep_block(indptr, local, counts, exp_elogbeta, alpha, gamma_init,
-                    max_iter=100, tol=1e-3):
+def svb_estep_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
+                    counts: NDArray[np.floating[Any]], exp_elogbeta: NDArray[np.floating[Any]],
+                    alpha: float, gamma_init: NDArray[np.floating[Any]], max_iter: int = 100,
+                    tol: float = 1e-3,
+                    ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
     """Online VB E-step for a block of documents (Algorithm 2 of Hoffman et al. 2010).
 
     Per document d with pairs p = (d, u_p) of count m_p, starting from

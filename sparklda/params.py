@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -93,11 +94,11 @@ class TrainParams:
     #: CVB0/CVB: checkpoint the γ blocks every n iterations (0: never).
     checkpoint_interval: int = 10
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> TrainParams:
+    def from_dict(cls, d: Mapping[str, Any]) -> TrainParams:
         """TrainParams from a mapping of field names (not validated: call :meth:`validate`);
         an unknown key raises :class:`~sparklda.errors.ParamError`."""
         _refuse_unknown(d, "LDA")
@@ -137,13 +138,13 @@ class Constraint:
     algorithms: tuple[str, ...] | None = None
     doc: str = ""
     allow_inf: bool = False
-    special: tuple = field(default=())
+    special: tuple[Any, ...] = field(default=())
     note: str = ""
 
     def applies_to(self, algorithm: str) -> bool:
         return self.algorithms is None or algorithm in self.algorithms
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         """Whether ``value`` has the right type and lies in the range (or is special)."""
         if self.type is bool:
             return isinstance(value, (bool, np.bool_))
@@ -167,7 +168,7 @@ class Constraint:
                      or (value == self.low and not self.low_open))
         below_high = (self.high is None or value < self.high
                       or (value == self.high and not self.high_open))
-        return above_low and below_high
+        return bool(above_low and below_high)
 
     def describe(self) -> str:
         """What the parameter must be, e.g. ``an int in the range [2, inf)``."""
@@ -184,13 +185,13 @@ class Constraint:
             text = f"{'an int' if self.type is int else 'a float'} in the range {lo}, {hi}"
         return f"{text}, {self.note}" if self.note else text
 
-    def error(self, value, owner: str = "LDA", name: str | None = None) -> ParamError:
+    def error(self, value: Any, owner: str = "LDA", name: str | None = None) -> ParamError:
         """The ParamError for ``value`` (shown as given) under ``name`` (default: this name)."""
         return ParamError(f"The {name or self.name!r} parameter of {owner} must be "
                           f"{self.describe()}. Got {value!r} instead.")
 
 
-def _num(x) -> str:
+def _num(x: Any) -> str:
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e16:
         return str(int(x))
     return str(x)
@@ -263,8 +264,8 @@ class FirstStep:
     algorithm: str
     names: tuple[str, ...]
     formula: str
-    first: Callable[[Mapping], float]
-    applies: Callable[[Mapping], bool] = lambda v: True
+    first: Callable[[Mapping[str, Any]], float]
+    applies: Callable[[Mapping[str, Any]], bool] = lambda v: True
 
 
 #: The step schedules checked after the per-value checks (only for their algorithm).
@@ -284,7 +285,7 @@ FIRST_STEPS: tuple[FirstStep, ...] = (
 # The validator
 
 
-def check_param(constraint: Constraint, value, owner: str = "LDA",
+def check_param(constraint: Constraint, value: Any, owner: str = "LDA",
                 name: str | None = None) -> None:
     """Raise :class:`~sparklda.errors.ParamError` unless ``constraint`` accepts ``value``;
     the message names the parameter as ``name`` (default: the constraint's name)."""
@@ -292,7 +293,7 @@ def check_param(constraint: Constraint, value, owner: str = "LDA",
         raise constraint.error(value, owner, name)
 
 
-def validate_params(mapping: Mapping, owner: str = "LDA", *,
+def validate_params(mapping: Mapping[str, Any], owner: str = "LDA", *,
                     aliases: Mapping[str, str] | None = None) -> TrainParams:
     """Check ``mapping`` (TrainParams field names; missing fields take their defaults)
     against :data:`CONSTRAINTS` and :data:`FIRST_STEPS` and return the TrainParams.
@@ -307,14 +308,14 @@ def validate_params(mapping: Mapping, owner: str = "LDA", *,
     return TrainParams(**values)
 
 
-def _refuse_unknown(mapping: Mapping, owner: str) -> None:
+def _refuse_unknown(mapping: Mapping[str, Any], owner: str) -> None:
     unknown = sorted(set(mapping) - set(BY_NAME), key=str)
     if unknown:
         raise ParamError(f"Unknown {owner} parameter(s) {unknown}; known parameters: "
                          f"{sorted(BY_NAME)}.")
 
 
-def _check_values(values: Mapping, owner: str, aliases: Mapping[str, str]) -> None:
+def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
     for c in CONSTRAINTS:
         check_param(c, values[c.name], owner, aliases.get(c.name))
     for s in FIRST_STEPS:

@@ -21,3 +21,7 @@ class CorpusError(SparkLDAError):
 
 class ModelPathError(SparkLDAError):
     """A model, checkpoint or output path that cannot be used as asked."""
+
+
+class ModelExistsError(ModelPathError, FileExistsError):
+    """The output exists and overwriting was not asked for."""

@@ -1,6 +1,7 @@
 """The trained model: topic-word statistics, priors, vocabulary, metadata.
 
-Its persistence (a directory written atomically) and its read-only uses:
+Its persistence (a committed directory written through Spark,
+:mod:`sparklda.storage`) and its read-only uses:
 topics, topic distributions of new documents (fold-in on executors) and
 held-out evaluation. Every mode produces this same class.
 """
@@ -9,19 +10,22 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import uuid
 
 import numpy as np
 
+from ._version import __version__
+from .errors import ModelPathError, SparkLDAError
 from .evaluation import completion_loglik
 from .inference import transform_dataframe
 from .stats import normalize_topics
-from ._version import __version__
-from .io import filesystem as _filesystem
-from .io import fs_exists as _exists
+from .storage import CommittedDir, SparkFiles
 
-FORMAT_VERSION = 1
+FORMAT = "sparklda.TopicModel"
+#: 2: committed versions written through Spark (sparklda.storage); 1: metadata.json and
+#: topics.parquet written with pyarrow (still read).
+FORMAT_VERSION = 2
+#: The format-1 files, read by load and removed by the next save.
+LEGACY_FILES = ("metadata.json", "topics.parquet")
 
 
 class TopicModel:
@@ -96,79 +100,110 @@ class TopicModel:
                                    output_col, max_iter)
 
     # -- persistence -----------------------------------------------------
-    def save(self, path: str, overwrite: bool = False) -> None:
-        """Write ``path/metadata.json`` and ``path/topics.parquet`` atomically.
+    def metadata_record(self) -> dict:
+        """What ``metadata`` of a saved model holds (format, K, V, α, η, versions, ...)."""
+        import pyspark
 
-        Everything is written to a temporary sibling directory first and moved
-        into place once complete, so a crash never leaves a half-written model
-        where a good one was.
+        return {
+            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "k": self.k, "vocab_size": self.vocab_size, "alpha": self.alpha, "eta": self.eta,
+            "has_vocab": self.vocab is not None,
+            "sparklda_version": __version__, "spark_version": pyspark.__version__,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            **{k: v for k, v in self.metadata.items() if k not in ("k", "vocab_size")},
+        }
+
+    def check_finite(self) -> None:
+        """Raise :class:`~sparklda.errors.SparkLDAError` if a statistic is not finite."""
+        bad = ~np.isfinite(self.topic_word)
+        if bad.any():
+            w, k = np.argwhere(bad)[0]
+            raise SparkLDAError(f"The model's topic-word statistics have {int(bad.sum())} "
+                                f"non-finite values (first: term {w}, topic {k}); training "
+                                f"diverged and the model is not saved.")
+        if not (np.isfinite(self.alpha) and np.isfinite(self.eta)):
+            raise SparkLDAError(f"The model's priors are not finite (alpha={self.alpha}, "
+                                f"eta={self.eta}); the model is not saved.")
+
+    def save(self, path: str, overwrite: bool = False, spark=None) -> None:
+        """Save to the directory ``path`` on any file system Spark reaches, atomically.
+
+        The model is written through Spark's writers as a new version of
+        ``path`` and committed last (:mod:`sparklda.storage`): a reader sees the
+        previous complete model or the new one, never a half-written one, and a
+        crash mid-save leaves the previous model in place. ``overwrite=False``
+        refuses an existing model; ``overwrite=True`` still refuses a directory
+        that is not a sparklda model. ``spark`` defaults to the active session.
         """
+        self.check_finite()
+        target = CommittedDir(path, FORMAT, spark)
+        latest = target.check_target(overwrite, "model", legacy=LEGACY_FILES)
+        version, seq = target.new_version(latest)
+        self.write_payload(f"{target.root}/{version}", spark)
+        commit = target.commit(version, seq, {"k": self.k, "vocab_size": self.vocab_size})
+        target.cleanup(commit, extra=LEGACY_FILES)
+
+    def write_payload(self, base: str, spark=None) -> None:
+        """Write ``base/metadata`` and ``base/topics`` (no commit: the caller commits the
+        directory that holds them; :meth:`load` reads ``base`` as a format-1 model)."""
+        self.check_finite()
+        files = SparkFiles(spark)
+        files.write_json(f"{base}/metadata", self.metadata_record())
+        files.write_table(f"{base}/topics", self._topics_table())
+
+    def _topics_table(self):
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        filesystem, target = _filesystem(path)
-        if _exists(filesystem, target) and not overwrite:
-            raise FileExistsError(f"{path!r} already exists; pass overwrite=True to replace it.")
-        parent = os.path.dirname(target.rstrip("/")) or "."
-        tmp = f"{parent}/.{os.path.basename(target.rstrip('/'))}.tmp-{uuid.uuid4().hex}"
-        filesystem.create_dir(tmp, recursive=True)
-        try:
-            import pyspark
+        v, k = self.topic_word.shape
+        return pa.table({
+            "term_index": pa.array(np.arange(v, dtype=np.int32)),
+            "term": pa.array(self.vocab if self.vocab is not None else [None] * v,
+                             type=pa.string()),
+            "topic_word": pa.ListArray.from_arrays(
+                pa.array(np.arange(0, v * k + 1, k, dtype=np.int32)),
+                pa.array(self.topic_word.ravel())),
+        })
 
-            meta = {
-                "format": "sparklda.TopicModel", "format_version": FORMAT_VERSION,
-                "k": self.k, "vocab_size": self.vocab_size, "alpha": self.alpha, "eta": self.eta,
-                "has_vocab": self.vocab is not None,
-                "sparklda_version": __version__, "spark_version": pyspark.__version__,
-                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                **{k: v for k, v in self.metadata.items() if k not in ("k", "vocab_size")},
-            }
-            with filesystem.open_output_stream(f"{tmp}/metadata.json") as f:
-                f.write(json.dumps(meta, indent=1, default=_json_default).encode())
-            k = self.k
-            table = pa.table({
-                "term_index": pa.array(np.arange(self.vocab_size, dtype=np.int32)),
-                "term": pa.array(self.vocab if self.vocab is not None else [None] * self.vocab_size,
-                                 type=pa.string()),
-                "topic_word": pa.FixedSizeListArray.from_arrays(
-                    pa.array(self.topic_word.ravel()), k),
-            })
-            pq.write_table(table, f"{tmp}/topics.parquet", filesystem=filesystem)
-            if _exists(filesystem, target):
-                old = f"{tmp}.old"
-                filesystem.move(target, old)
-                filesystem.move(tmp, target)
-                filesystem.delete_dir(old)
-            else:
-                filesystem.move(tmp, target)
-        except BaseException:
-            if _exists(filesystem, tmp):
-                filesystem.delete_dir(tmp)
-            raise
+    @staticmethod
+    def exists_at(path: str, spark=None) -> bool:
+        """Whether a sparklda TopicModel (committed, or in the format-1 layout) is at ``path``."""
+        target = CommittedDir(path, FORMAT, spark)
+        if target.latest() is not None:
+            return True
+        files = target.files
+        if files.exists(f"{target.root}/{LEGACY_FILES[0]}"):
+            return True
+        return files.exists(f"{target.root}/metadata") and files.exists(f"{target.root}/topics")
 
     @classmethod
-    def load(cls, path: str) -> "TopicModel":
-        import pyarrow.parquet as pq
-
-        filesystem, target = _filesystem(path)
-        if not _exists(filesystem, f"{target}/metadata.json"):
-            raise FileNotFoundError(f"No sparklda model at {path!r} (no metadata.json).")
-        with filesystem.open_input_stream(f"{target}/metadata.json") as f:
-            meta = json.loads(f.read().decode())
+    def load(cls, path: str, spark=None) -> TopicModel:
+        """Load the model saved at ``path`` (the newest committed version; the format-1
+        layout of ``metadata.json`` and ``topics.parquet`` is read too)."""
+        target = CommittedDir(path, FORMAT, spark)
+        files = target.files
+        latest = target.latest()
+        if latest is not None:
+            base = latest.path(target.root)
+            meta = files.read_json(f"{base}/metadata")
+            table = files.read_table(f"{base}/topics")
+        elif files.exists(f"{target.root}/{LEGACY_FILES[0]}"):
+            rows = files.spark.read.text(f"{target.root}/{LEGACY_FILES[0]}",
+                                         wholetext=True).collect()
+            meta = json.loads(rows[0][0])
+            table = files.read_table(f"{target.root}/{LEGACY_FILES[1]}")
+        elif files.exists(f"{target.root}/metadata") and files.exists(f"{target.root}/topics"):
+            meta = files.read_json(f"{target.root}/metadata")  # a payload inside a version
+            table = files.read_table(f"{target.root}/topics")
+        else:
+            raise FileNotFoundError(f"No sparklda model at {path!r} (no committed version).")
         if meta.get("format_version", 0) > FORMAT_VERSION:
-            raise ValueError(f"The model at {path!r} has format version {meta['format_version']}; "
-                             f"this sparklda reads up to {FORMAT_VERSION}.")
-        table = pq.read_table(f"{target}/topics.parquet", filesystem=filesystem)
+            raise ModelPathError(f"The model at {path!r} has format version "
+                                 f"{meta['format_version']}; this sparklda reads up to "
+                                 f"{FORMAT_VERSION}.")
         k = int(meta["k"])
-        tw = table.column("topic_word").combine_chunks().flatten().to_numpy().reshape(-1, k)
+        table = table.sort_by("term_index")
+        tw = np.asarray(table.column("topic_word").combine_chunks().flatten().to_numpy(
+            zero_copy_only=False), dtype=np.float64).reshape(-1, k)
         vocab = table.column("term").to_pylist() if meta.get("has_vocab") else None
         alpha, eta = meta.pop("alpha"), meta.pop("eta")
         return cls(tw, alpha, eta, vocab, meta)
-
-
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o)}")

@@ -300,7 +300,7 @@ def test_data_checks_before_any_job(spark, counted, fitted, words_df):
         with pytest.raises(ValueError, match="must equal the initial model's k"):
             LDA(k=K + 1, initialModel=fitted).fit(df)
         with pytest.raises(FileNotFoundError, match="No sparklda model at '/nonexistent/m': "
-                                                    "expected a TopicModel directory"):
+                                                    "expected a TopicModel, an LDAModel"):
             LDA(k=K, initialModel="/nonexistent/m").fit(df)
         with pytest.raises(CorpusError, match="'topicDistribution' \\(topicDistributionCol\\) "
                                               "already exists"):
@@ -370,7 +370,9 @@ def test_model_round_trip(spark, counted, fitted, tmp_path):
     model = fitted.copy().setTopicDistributionCol("theta").setSeed(11)
     path = str(tmp_path / "model")
     model.write().save(path)
-    assert sorted(os.listdir(path)) == ["metadata", "topicModel"]
+    names = sorted(os.listdir(path))
+    assert names[:2] == ["commits", "metadata"] and names[2].startswith("v000000-")
+    assert sorted(os.listdir(os.path.join(path, names[2]))) == ["params", "topicModel"]
     loaded = LDAModel.load(path)
     assert loaded.uid == model.uid
     assert (loaded.getTopicDistributionCol(), loaded.getSeed(), loaded.getK()) == ("theta", 11, K)
@@ -446,3 +448,53 @@ def test_estimator_and_unfitted_pipeline_round_trip(spark, fitted, tmp_path):
     lda2 = LDA(initialModel="/models/previous")
     lda2.save(str(tmp_path / "est"))
     assert LDA.load(str(tmp_path / "est")).getInitialModel() == "/models/previous"
+
+
+def test_saves_go_through_spark_uris_and_overwrite_never_loses_the_model(spark, words_df,
+                                                                          counted, fitted,
+                                                                          tmp_path, monkeypatch):
+    """TopicModel, LDAModel and PipelineModel round-trip through ``file://`` URIs (the
+    writers and readers are Spark's, so any URI Spark opens works); an
+    ``overwrite()`` that crashes mid-save leaves the previous model loadable."""
+    from pyspark.ml import Pipeline, PipelineModel
+    from pyspark.ml.feature import CountVectorizer
+
+    from sparklda import LDA, LDAModel
+    from sparklda.model import TopicModel
+    from sparklda.storage import SparkFiles
+
+    tm_uri = f"file://{tmp_path}/tm"
+    fitted.topicModel.save(tm_uri)
+    np.testing.assert_array_equal(TopicModel.load(tm_uri).topic_word,
+                                  fitted.topicModel.topic_word)
+    model_uri = f"file://{tmp_path}/lda"
+    fitted.write().save(model_uri)
+    assert LDAModel.load(model_uri).uid == fitted.uid
+    pm = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features", minDF=2.0),
+                          LDA(k=K, maxIter=1, seed=3, minibatchSize=150)]).fit(words_df)
+    pm_uri = f"file://{tmp_path}/pipe"
+    pm.write().save(pm_uri)
+    np.testing.assert_array_equal(PipelineModel.load(pm_uri).stages[-1].topicModel.topic_word,
+                                  pm.stages[-1].topicModel.topic_word)
+
+    # overwrite() of an LDAModel: pyspark's writer would delete the directory first
+    other = LDA(k=K, maxIter=1, seed=9, minibatchSize=150).fit(counted[1])
+
+    def boom(self, *a, **k):
+        raise OSError("killed mid-save")
+
+    monkeypatch.setattr(SparkFiles, "write_table", boom)
+    with pytest.raises(OSError, match="killed mid-save"):
+        other.write().overwrite().save(model_uri)
+    monkeypatch.undo()
+    back = LDAModel.load(model_uri)
+    assert back.uid == fitted.uid
+    np.testing.assert_array_equal(back.topicModel.topic_word, fitted.topicModel.topic_word)
+    other.write().overwrite().save(model_uri)
+    assert LDAModel.load(model_uri).uid == other.uid
+    # a directory that is not a sparklda model is never overwritten
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(ValueError, match="is not a sparklda model"):
+        fitted.write().overwrite().save(str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"

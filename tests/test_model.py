@@ -14,6 +14,10 @@ from sparklda.params import TrainParams
 from tests.helpers import planted_source
 
 
+# saving and loading go through Spark
+pytestmark = pytest.mark.usefixtures("spark")
+
+
 def small_model(vocab=True, k=3, v=7, seed=0):
     rng = np.random.default_rng(seed)
     tw = rng.gamma(1.0, 5.0, size=(v, k))
@@ -26,8 +30,12 @@ def test_save_load_round_trip(tmp_path, vocab):
     m = small_model(vocab)
     path = str(tmp_path / "model")
     m.save(path)
-    assert sorted(os.listdir(path)) == ["metadata.json", "topics.parquet"]
-    meta = json.loads(open(os.path.join(path, "metadata.json")).read())
+    names = sorted(os.listdir(path))
+    assert names[0] == "commits" and len(names) == 2 and names[1].startswith("v000000-")
+    assert os.listdir(os.path.join(path, "commits")) == [names[1]]
+    meta_dir = os.path.join(path, names[1], "metadata")
+    part = [f for f in os.listdir(meta_dir) if f.startswith("part-")][0]
+    meta = json.loads(open(os.path.join(meta_dir, part)).read())
     assert meta["k"] == 3 and meta["vocab_size"] == 7 and meta["mode"] == "scvb0"
     assert {"format_version", "sparklda_version", "spark_version", "created"} <= set(meta)
     back = TopicModel.load(path)
@@ -37,28 +45,79 @@ def test_save_load_round_trip(tmp_path, vocab):
 
 
 def test_save_refuses_to_overwrite_and_is_atomic(tmp_path, monkeypatch):
+    from sparklda.storage import SparkFiles
+
     path = str(tmp_path / "model")
     good = small_model(seed=1)
     good.save(path)
     with pytest.raises(FileExistsError, match="already exists; pass overwrite=True"):
         small_model(seed=2).save(path)
-    # a crash in the middle of writing the replacement leaves the good model intact
-    import pyarrow.parquet as pq
+    # a crash in the middle of writing the replacement leaves the good model in place
+    real = SparkFiles.write_table
 
-    def boom(*a, **k):
+    def boom(self, *a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(pq, "write_table", boom)
+    monkeypatch.setattr(SparkFiles, "write_table", boom)
     with pytest.raises(OSError, match="disk full"):
         small_model(seed=3).save(path, overwrite=True)
-    monkeypatch.undo()
+    monkeypatch.setattr(SparkFiles, "write_table", real)
     np.testing.assert_array_equal(TopicModel.load(path).topic_word, good.topic_word)
-    assert os.listdir(tmp_path) == ["model"], "temporary files were left behind"
+    stale = [n for n in os.listdir(path) if n.startswith("v000001-")]
+    assert len(stale) == 1  # the crashed save's uncommitted version
+    # the next save commits, and removes the stale and the superseded versions
     newer = small_model(seed=4)
     newer.save(path, overwrite=True)
     np.testing.assert_array_equal(TopicModel.load(path).topic_word, newer.topic_word)
-    assert os.listdir(tmp_path) == ["model"]
+    names = sorted(os.listdir(path))
+    assert names[0] == "commits" and len(names) == 2 and names[1] != stale[0]
 
+
+def test_save_refuses_foreign_directories_and_bad_parents(tmp_path):
+    from sparklda.errors import ModelPathError
+
+    m = small_model()
+    precious = tmp_path / "precious"
+    (precious / "sub").mkdir(parents=True)
+    (precious / "precious.txt").write_text("keep me")
+    with pytest.raises(ModelPathError, match="is not a sparklda model"):
+        m.save(str(precious), overwrite=True)
+    assert (precious / "precious.txt").read_text() == "keep me"
+    assert sorted(os.listdir(precious)) == ["precious.txt", "sub"]
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ModelPathError, match="is a file, not a directory"):
+        m.save(str(tmp_path / "afile" / "model"))
+    bad = small_model()
+    bad.topic_word[2, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite values .*term 2, topic 1"):
+        bad.save(str(tmp_path / "nan-model"))
+    assert not (tmp_path / "nan-model").exists()
+
+
+def test_reads_the_format_1_layout_and_replaces_it(tmp_path):
+    """Models saved by sparklda 0.1 (metadata.json + topics.parquet written with pyarrow)
+    still load, through Spark, and a save over one replaces it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    m = small_model(seed=5)
+    path = tmp_path / "old"
+    path.mkdir()
+    meta = {"format": "sparklda.TopicModel", "format_version": 1, "k": m.k,
+            "vocab_size": m.vocab_size, "alpha": m.alpha, "eta": m.eta,
+            "has_vocab": m.vocab is not None}
+    (path / "metadata.json").write_text(json.dumps(meta))
+    pq.write_table(pa.table({
+        "term_index": pa.array(np.arange(m.vocab_size, dtype=np.int32)),
+        "term": pa.array(m.vocab if m.vocab else [None] * m.vocab_size, type=pa.string()),
+        "topic_word": pa.FixedSizeListArray.from_arrays(pa.array(m.topic_word.ravel()), m.k)}),
+        str(path / "topics.parquet"))
+    back = TopicModel.load(f"file://{path}")
+    np.testing.assert_array_equal(back.topic_word, m.topic_word)
+    with pytest.raises(FileExistsError):
+        m.save(str(path))
+    small_model(seed=6).save(str(path), overwrite=True)
+    assert "metadata.json" not in os.listdir(path) and "topics.parquet" not in os.listdir(path)
 
 def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="No sparklda model"):

@@ -1,0 +1,319 @@
+"""Directories written through Spark, committed atomically: models, checkpoints, output.
+
+Everything goes through the session's own readers and writers, so any URI
+Spark can open works (``file:``, ``hdfs:``, ``s3a:``, ``abfss:``, ``gs:``,
+``dbfs:``), and nothing needs a JVM gateway: the same code runs under Spark
+Connect. A classic session also uses Hadoop's ``FileSystem`` to delete
+superseded versions and to tell files from directories.
+
+Layout of a committed directory ``P`` (docs/architecture.md, "Saved
+directories")::
+
+    P/<version>/...            the payload of one save (any files)
+    P/commits/<version>/       its commit record: one JSON line, written last
+
+A save writes a new ``<version>`` and then its commit record; a reader
+takes the committed version with the highest sequence number. A crash at
+any moment therefore leaves ``P`` holding either the previous complete
+version or the new complete one. After the commit, older versions, their
+records and versions that were never committed (a crashed save's) are
+deleted (classic sessions; under Spark Connect they are left in place and
+readers ignore them).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import ModelExistsError, ModelPathError
+
+log = logging.getLogger("sparklda.storage")
+
+COMMITS = "commits"
+
+
+def active_session(spark=None):
+    """``spark``, or the active session (classic or Connect); an error names what is missing."""
+    if spark is not None:
+        return spark
+    from pyspark.sql import SparkSession
+
+    try:
+        return SparkSession.active()
+    except Exception as e:
+        raise ModelPathError("Saving and loading go through Spark: start a SparkSession first "
+                             f"(no active session: {e}).") from None
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM gateway, no RDDs)."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # pragma: no cover - pyspark without the connect extra
+        return False
+    return isinstance(spark, ConnectSession)
+
+
+def _strip_scheme(path: str) -> str:
+    """``file:/a/b``, ``file:///a/b`` and ``/a/b`` all become ``/a/b``; ``hdfs://h/a``
+    becomes ``/a`` (listing results and given paths compare equal)."""
+    m = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?", path)
+    rest = path[m.end():] if m else path
+    return "/" + rest.lstrip("/")
+
+
+def _is_path_not_found(e: Exception) -> bool:
+    text = str(e)
+    return "PATH_NOT_FOUND" in text or "Path does not exist" in text
+
+
+class SparkFiles:
+    """File operations on any Spark file system, for a classic or a Connect session."""
+
+    def __init__(self, spark=None):
+        self.spark = active_session(spark)
+        self.connect = is_connect(self.spark)
+
+    # -- Hadoop FileSystem (classic sessions) ----------------------------
+    def _hadoop(self, path: str):
+        jvm = self.spark._jvm
+        jpath = jvm.org.apache.hadoop.fs.Path(path)
+        conf = self.spark._jsc.hadoopConfiguration()
+        return jpath.getFileSystem(conf), jpath
+
+    def qualify(self, path: str) -> str:
+        """The path as Spark resolves it (scheme and authority of the default file system
+        added to a bare path); under Connect the path as given."""
+        path = str(path)
+        if self.connect:
+            return path
+        fs, jpath = self._hadoop(path)
+        return str(fs.makeQualified(jpath).toString())
+
+    def exists(self, path: str) -> bool:
+        if not self.connect:
+            fs, jpath = self._hadoop(path)
+            return bool(fs.exists(jpath))
+        try:
+            self._listing(path).limit(1).collect()
+            return True
+        except Exception as e:
+            if _is_path_not_found(e):
+                return False
+            raise
+
+    def is_dir(self, path: str) -> bool:
+        if not self.connect:
+            fs, jpath = self._hadoop(path)
+            return bool(fs.exists(jpath) and fs.getFileStatus(jpath).isDirectory())
+        return self.exists(path)  # Connect: a path with files below it
+
+    def children(self, path: str) -> list[str]:
+        """Names of the entries directly in directory ``path`` (classic), or of the
+        first path components below it that hold files (Connect)."""
+        if not self.connect:
+            fs, jpath = self._hadoop(path)
+            if not fs.exists(jpath):
+                return []
+            return sorted(str(s.getPath().getName()) for s in fs.listStatus(jpath))
+        root = _strip_scheme(self.qualify(path)).rstrip("/") + "/"
+        try:
+            rows = self._listing(path).collect()
+        except Exception as e:
+            if _is_path_not_found(e):
+                return []
+            raise
+        names = set()
+        for (p,) in rows:
+            p = _strip_scheme(p)
+            if p.startswith(root):
+                names.add(p[len(root):].split("/", 1)[0])
+        return sorted(names)
+
+    def _listing(self, path: str):
+        return (self.spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+                .load(path).select("path"))
+
+    def delete(self, path: str) -> bool:
+        """Delete ``path`` recursively (classic sessions); False under Connect."""
+        if self.connect:
+            return False
+        fs, jpath = self._hadoop(path)
+        return bool(fs.delete(jpath, True))
+
+    def mkdirs(self, path: str) -> None:
+        if not self.connect:
+            fs, jpath = self._hadoop(path)
+            fs.mkdirs(jpath)
+
+    def check_writable(self, path: str) -> None:
+        """Fail now, naming the path, if ``path`` cannot be created: a parent is a file,
+        or (classic) the directory cannot be written."""
+        if self.connect:
+            return
+        fs, jpath = self._hadoop(path)
+        parent = jpath.getParent()
+        while parent is not None and not fs.exists(parent):
+            parent = parent.getParent()
+        if parent is not None and not fs.getFileStatus(parent).isDirectory():
+            raise ModelPathError(f"Cannot write {path!r}: {parent.toString()} is a file, not a "
+                                 f"directory.")
+        probe = jvm_path = None
+        try:
+            target = jpath if fs.exists(jpath) else parent
+            if target is None:
+                return
+            jvm_path = self.spark._jvm.org.apache.hadoop.fs.Path(
+                target, f".sparklda-probe-{uuid.uuid4().hex}")
+            probe = fs.create(jvm_path, False)
+            probe.close()
+        except Exception as e:
+            raise ModelPathError(f"Cannot write {path!r}: {str(e).splitlines()[0]}") from None
+        finally:
+            if jvm_path is not None:
+                try:
+                    fs.delete(jvm_path, False)
+                except Exception:  # pragma: no cover - best effort
+                    pass
+
+    # -- small JSON documents and tables ----------------------------------
+    def write_json(self, path: str, obj: Any) -> None:
+        """One JSON line, as a one-file text dataset at ``path`` (must not exist)."""
+        text = json.dumps(obj, default=_json_default)
+        (self.spark.createDataFrame([(text,)], "value string").coalesce(1)
+         .write.mode("errorifexists").text(path))
+
+    def read_json(self, path: str) -> Any:
+        rows = self.spark.read.text(path).collect()
+        if not rows:
+            raise ModelPathError(f"{path!r} holds no JSON record.")
+        return json.loads(rows[0][0])
+
+    def read_json_lines(self, pattern: str) -> list:
+        """Every JSON line of the text datasets matching ``pattern``; [] if none."""
+        try:
+            rows = self.spark.read.text(pattern).collect()
+        except Exception as e:
+            if _is_path_not_found(e):
+                return []
+            raise
+        return [json.loads(r[0]) for r in rows if r[0]]
+
+    def write_table(self, path: str, table, rows_per_file: int = 100_000) -> None:
+        """A pyarrow Table as Parquet at ``path`` (through Spark's writer)."""
+        df = self.spark.createDataFrame(table)
+        n = max(1, -(-table.num_rows // rows_per_file))
+        df.coalesce(n).write.mode("errorifexists").parquet(path)
+
+    def read_table(self, path: str):
+        """Parquet at ``path`` as a pyarrow Table."""
+        return self.spark.read.parquet(path).toArrow()
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+@dataclass
+class Commit:
+    version: str
+    seq: int
+    kind: str
+    created: str
+    info: dict
+
+    def path(self, root: str) -> str:
+        return f"{root.rstrip('/')}/{self.version}"
+
+
+class CommittedDir:
+    """A directory of versions with commit records (see the module docstring)."""
+
+    def __init__(self, path: str, kind: str, spark=None):
+        self.files = SparkFiles(spark)
+        self.root = self.files.qualify(str(path)).rstrip("/")
+        self.kind = kind
+        self.given = str(path)
+
+    def commits(self) -> list[Commit]:
+        records = self.files.read_json_lines(f"{self.root}/{COMMITS}/*")
+        out = [Commit(r["version"], int(r["seq"]), r.get("kind", ""), r.get("created", ""),
+                      r.get("info", {})) for r in records
+               if "version" in r and r.get("kind") == self.kind]
+        return sorted(out, key=lambda c: c.seq)
+
+    def latest(self) -> Commit | None:
+        commits = self.commits()
+        return commits[-1] if commits else None
+
+    def check_target(self, overwrite: bool, what: str = "model",
+                     legacy: tuple[str, ...] = (), is_ours=None,
+                     hint: str = "; pass overwrite=True to replace it.") -> Commit | None:
+        """Before any work: refuse an existing ``what`` without ``overwrite``, a
+        directory that is not a sparklda one (even with ``overwrite``), a path under a
+        file or one that cannot be written. ``legacy`` names entries that mark an older
+        layout of the same kind; ``is_ours(names)`` may recognise the directory too.
+        Returns the latest commit, if any."""
+        files = self.files
+        if not files.exists(self.root):
+            files.check_writable(self.root)
+            return None
+        latest = self.latest()
+        names = set(files.children(self.root))
+        ours = (latest is not None or any(n in names for n in legacy)
+                or (is_ours is not None and bool(is_ours(names))))
+        if not files.is_dir(self.root):
+            raise ModelPathError(f"Cannot write the {what} at {self.given!r}: it is a file.")
+        if ours and not overwrite:
+            raise ModelExistsError(f"The {what} path {self.given!r} already exists{hint}")
+        visible = {n for n in names if not n.startswith((".", "_"))}
+        if not ours and visible:
+            raise ModelPathError(f"{self.given!r} exists and is not a sparklda {what} (it holds "
+                                 f"{sorted(visible)[:5]}); refusing to write into it. Choose "
+                                 f"another path or remove it yourself.")
+        files.check_writable(self.root)
+        return latest
+
+    def new_version(self, latest: Commit | None) -> tuple[str, int]:
+        seq = (latest.seq + 1) if latest is not None else 0
+        return f"v{seq:06d}-{uuid.uuid4().hex[:8]}", seq
+
+    def commit(self, version: str, seq: int, info: dict | None = None) -> Commit:
+        created = _dt.datetime.now(_dt.timezone.utc).isoformat()
+        record = {"version": version, "seq": seq, "kind": self.kind, "created": created,
+                  "info": info or {}}
+        self.files.write_json(f"{self.root}/{COMMITS}/{version}", record)
+        return Commit(version, seq, self.kind, created, info or {})
+
+    def cleanup(self, keep: Commit, keep_last: int = 1, extra: tuple[str, ...] = ()) -> None:
+        """Delete versions older than the ``keep_last`` newest committed ones, uncommitted
+        versions (a crashed save's), their records and the ``extra`` entries (classic)."""
+        if self.files.connect:
+            return
+        commits = self.commits()
+        kept = {c.version for c in commits[-keep_last:]} | {keep.version}
+        for c in commits:
+            if c.version not in kept:
+                self.files.delete(f"{self.root}/{COMMITS}/{c.version}")
+        committed = {c.version for c in commits}
+        for name in self.files.children(self.root):
+            stale = name.startswith("v") and len(name) == 16 and name[7] == "-"
+            if (stale and name not in kept) or (name in extra):
+                if name in committed or stale or name in extra:
+                    self.files.delete(f"{self.root}/{name}")
+
+    def remove(self) -> None:
+        """Delete the whole directory (classic sessions)."""
+        self.files.delete(self.root)

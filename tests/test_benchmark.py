@@ -1,4 +1,6 @@
-"""Smoke test of the benchmark's --quick path on a tiny corpus, and of the report writer.
+"""The benchmark (``benchmarks/``, outside the package): a smoke test of the
+--quick path on a tiny corpus, the report writer and the targets file, and
+checks that the benchmark stays out of the library and uses only its public API.
 
 No timing assertions: the figures of a benchmark run are judged in
 docs/benchmarks.md, not here.
@@ -6,17 +8,18 @@ docs/benchmarks.md, not here.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import os
-import sys
+import re
+import tomllib
 
 import numpy as np
 import pytest
 
+from benchmarks.lda_bench import cli, report
 from tests.helpers import ROOT, planted_docs
-
-sys.path.insert(0, os.path.join(ROOT, "jobs"))
 
 
 def write_uci(folder, docs, v):
@@ -42,17 +45,16 @@ def tiny_corpus(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
-    import benchmark
-
     out = tmp_path / "out"
     page = tmp_path / "benchmarks.md"
-    args = benchmark.parser().parse_args([
+    args = cli.parser().parse_args([
         "--quick", "--corpora", f"{tiny_corpus}:4", "--heldout", "planted=20",
         "--systems", "scvb0,mllib-online-tuned", "--passes", "2", "--mllib-passes", "0.2",
         "--sweep-minibatch", "0", "--scaling", "1,2", "--param", "minibatch_size=70",
         "--out", str(out), "--report", str(page), "--notes", ""])
-    results = benchmark.run(spark, args, command="jobs/benchmark.py --quick (test)")
+    results = cli.run(spark, args, command="benchmarks/run.py --quick (test)")
 
     assert results["corpora"]["planted"]["heldout_documents"] == 20
     assert results["corpora"]["planted"]["training_documents"] == 130  # 150 − 20 held out
@@ -74,9 +76,12 @@ def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
     assert [r["replicas"] for r in results["scaling"]] == [1, 2]
     assert results["scaling"][1]["training_documents"] == 2 * 130
     assert {(r["k"], r["dtype"]) for r in results["kernel"]} == {(20, "float32"), (20, "float64")}
-    floor = results["floor"]  # the same rounds without the kernel
-    assert floor["minibatch_size"] == 70 and floor["rounds_measured"] >= 2
+    assert "error" not in results["systems"]["planted"]["scvb0"]  # same held-out documents
+    floor = results["floor"]  # rounds of the same shape without the kernel
+    assert floor["minibatch_size"] == 70 and floor["slices"] == 2  # ceil(130 / 70)
+    assert floor["rounds_measured"] == 2  # 2 passes of 2 rounds, the first pass left out
     assert 0 < floor["job_s"] <= floor["round_s"]
+    assert floor["broadcast_bytes"] > 0
 
     for name in ("results.json", "points.csv", "rounds.csv", "sweep.csv", "scaling.csv",
                  "kernel.csv", "curves.png"):
@@ -85,7 +90,7 @@ def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
     assert {t["id"] for t in saved["targets"]} >= {1, 5, 6, 7}
     assert all(t["status"] in ("PASS", "MISS") for t in saved["targets"])
     text = page.read_text()
-    for needle in ("## Targets", "curves.png", "jobs/benchmark.py --quick (test)", "Spark 4",
+    for needle in ("## Targets", "curves.png", "benchmarks/run.py --quick (test)", "Spark 4",
                    "## Closing note", "## Minibatch size", "## Round cost against corpus size",
                    "## A round without the kernel"):
         assert needle in text, needle
@@ -119,8 +124,6 @@ def _fake_results():
 
 
 def test_targets_and_report_from_known_figures(tmp_path):
-    from sparklda.bench import report
-
     results = _fake_results()
     targets = {(t["id"], t.get("vs")): t for t in report.evaluate_targets(results)}
     t1 = targets[(1, "mllib-online-default")]
@@ -136,3 +139,161 @@ def test_targets_and_report_from_known_figures(tmp_path):
     assert "a note on the kernel" in text  # a missed target carries its note
     assert "| 4 |" in text and "**MISS**" in text
     assert "out/curves.png" in text
+
+
+@pytest.mark.slow
+def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
+    """sparklda's fit, given the run's heldout_count and seed, holds out exactly the
+    documents MLlib is scored on; another seed is caught."""
+    from benchmarks.lda_bench.data import prepare
+    from benchmarks.lda_bench.suite import CorpusProbe, HeldoutMismatch, check_same_heldout
+    from sparklda.api import fit
+    from sparklda.params import TrainParams
+
+    bc = prepare(spark, "planted", tiny_corpus, heldout_count=20, seed=0)
+    try:
+        assert len(bc.heldout_ids) == 20 and bc.n_train_docs == 130
+        assert set(bc.heldout_ids).isdisjoint(
+            r.doc_id for r in bc.train_df.select("doc_id").collect())
+        probe = CorpusProbe(spark.sparkContext)
+        fit(bc.sparklda_source(), TrainParams(k=4, passes=1, **bc.holdout_params()),
+            callbacks=[probe])
+        check_same_heldout(bc, probe, "scvb0", check_ids=True)
+
+        other = CorpusProbe(spark.sparkContext)
+        fit(bc.sparklda_source(),
+            TrainParams(k=4, passes=1, **{**bc.holdout_params(), "seed": 1}), callbacks=[other])
+        with pytest.raises(HeldoutMismatch, match="other documents"):
+            check_same_heldout(bc, other, "scvb0", check_ids=True)
+    finally:
+        bc.unpersist()
+
+
+def test_systems_cannot_change_the_heldout_documents():
+    from benchmarks.lda_bench.suite import parse_system
+
+    assert parse_system("scvb0[tau_phi=100;s_phi=10]") == ("scvb0", {"tau_phi": 100, "s_phi": 10})
+    with pytest.raises(ValueError, match="seed"):
+        parse_system("scvb0[seed=3]")
+    args = cli.parser().parse_args(["--param", "heldout_count=5", "--corpora", ROOT])
+    with pytest.raises(ValueError, match="heldout_count"):
+        cli.resolve_options(args)
+
+
+def test_targets_file_is_the_judge(tmp_path):
+    spec = report.load_targets()
+    assert spec["system"] == "scvb0"
+    by_id = {t["id"]: t for t in spec["targets"]}
+    assert sorted(by_id) == [1, 2, 3, 4, 5, 6, 7]
+    assert (by_id[4]["comparison"], by_id[4]["threshold"]) == (">=", 5e8)
+    # the verdict follows the file: a lower kernel threshold passes the same figures
+    by_id[4]["threshold"] = 3e8
+    rows = {r["id"]: r for r in report.evaluate_targets(_fake_results(), spec=spec)}
+    assert rows[4]["status"] == "PASS" and rows[4]["target"].startswith("K=100 float32 ≥ 3e+08")
+
+    bad = tmp_path / "targets.toml"
+    bad.write_text('[[target]]\nid = 1\nmeasure = "kernel_share"\ncomparison = "=="\n'
+                   'threshold = 0.6\ndescription = "x"\n')
+    with pytest.raises(ValueError, match=r"targets.toml: target 1: 'comparison'"):
+        report.load_targets(str(bad))
+    bad.write_text('[[target]]\nid = 4\nmeasure = "kernel_throughput"\ncomparison = ">="\n'
+                   'threshold = 5e8\ndescription = "x"\n')
+    with pytest.raises(ValueError, match="needs k, dtype"):
+        report.load_targets(str(bad))
+
+
+def test_committed_page_regenerates_from_its_results():
+    """docs/benchmarks.md is what the report writer and targets.toml make of the
+    committed results.json (the recorded command line aside)."""
+    docs = os.path.join(ROOT, "docs")
+    with open(os.path.join(docs, "benchmarks", "results.json")) as f:
+        results = json.load(f)
+    results["notes"] = cli.load_notes(cli.DEFAULT_NOTES) or results.get("notes", {})
+    spec = report.load_targets()
+    targets = report.evaluate_targets(results, spec=spec)
+    paths = {"json": os.path.join(docs, "benchmarks", "results.json"),
+             "plot": os.path.join(docs, "benchmarks", "curves.png")}
+    text = report.render_markdown(results, targets, paths, docs, spec)
+    with open(os.path.join(docs, "benchmarks.md")) as f:
+        committed = f.read()
+
+    def lines(page):
+        return [x for x in page.splitlines() if not x.startswith("- **Command:**")]
+
+    assert lines(text) == lines(committed)
+    assert "| 6 | lda_newsgroups | kernel ≥ 60% of a round at default settings |" in text
+
+# --------------------------------------------------------------------------
+# the benchmark stays outside the library and uses its public API only
+
+
+def _python_files(folder):
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                yield os.path.join(root, name)
+
+
+def _imports(path):
+    """(module, imported names) of every import statement of a file."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, ()
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            yield node.module or "", tuple(a.name for a in node.names)
+
+
+def test_library_never_imports_the_benchmark():
+    for path in _python_files(os.path.join(ROOT, "sparklda")):
+        for module, _ in _imports(path):
+            assert module.split(".")[0] != "benchmarks", f"{path} imports {module}"
+    assert not os.path.exists(os.path.join(ROOT, "sparklda", "bench"))
+
+
+#: What the benchmark may import from sparklda: its public modules.
+PUBLIC = {"sparklda.api", "sparklda.block", "sparklda.corpus", "sparklda.evaluation",
+          "sparklda.kernels", "sparklda.modes", "sparklda.params", "sparklda.training"}
+
+
+def test_benchmark_uses_the_public_api_only():
+    seen = set()
+    for path in _python_files(os.path.join(ROOT, "benchmarks")):
+        for module, names in _imports(path):
+            if module.split(".")[0] != "sparklda" or module == "sparklda":
+                continue
+            seen.add(module)
+            assert module in PUBLIC, f"{path} imports {module}"
+            private = [n for n in names if n.startswith("_")]
+            assert not private, f"{path} imports private {private} from {module}"
+        with open(path) as f:
+            text = f.read()
+        for internal in (".slice_terms", "kernels.config"):
+            assert internal not in text, f"{path} uses {internal}"
+        private = re.findall(r"\bsparklda(?:\.\w+)*\._(?!_)\w*", text)
+        assert not private, f"{path} uses {private}"
+    assert {"sparklda.api", "sparklda.corpus", "sparklda.evaluation"} <= seen
+
+
+def test_wheel_leaves_the_benchmark_out_and_keeps_the_sample_data():
+    from setuptools import find_packages
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        tool = tomllib.load(f)["tool"]["setuptools"]
+    packages = find_packages(ROOT, **tool["packages"]["find"])
+    assert "sparklda" in packages and "sparklda.kernels" in packages
+    assert not [p for p in packages if p.startswith("benchmarks") or ".bench" in p], packages
+    shipped = tool["package-data"]["sparklda"]
+    assert "data/kos/*" in shipped
+    for name in ("docword.txt.gz", "vocab.txt"):
+        assert os.path.exists(os.path.join(ROOT, "sparklda", "data", "kos", name))
+
+
+def test_ceiling_loop_is_compiled_like_the_kernels():
+    from benchmarks.lda_bench.kernel import CEILING_JIT
+    from sparklda.kernels.config import FASTMATH, JIT_OPTIONS
+
+    assert CEILING_JIT == {**JIT_OPTIONS, "fastmath": FASTMATH}

@@ -1,50 +1,67 @@
-"""Benchmark sparklda against Spark MLlib's LDA: ``spark-submit jobs/benchmark.py``.
+"""Command line of the benchmark: ``spark-submit benchmarks/run.py [options]``.
 
 One run, one SparkSession, one cached training DataFrame per corpus shared by
-every system (each registered sparklda mode, ``pyspark.ml.clustering.LDA``
-online at Spark's defaults and at tuned settings, gensim's ``LdaMulticore``
-when installed), all scored by the same held-out document-completion code on
-the same held-out documents. Writes ``results.json`` and CSVs of every
-measurement plus ``curves.png`` to ``--out`` and regenerates
-``docs/benchmarks.md``.
-
-The committed command (about 25-30 minutes on 2 cores), after
-``pip install -e ".[bench]"`` (psutil for the driver's peak memory, matplotlib
-for the plot)::
-
-    spark-submit --driver-memory 8g jobs/benchmark.py
-
-A smoke run in about a minute: ``spark-submit jobs/benchmark.py --quick --out /tmp/b
---report /tmp/b/benchmarks.md``.
+MLlib and gensim, one held-out set per corpus shared by every system (each
+sparklda algorithm holds out the same documents in its own ``fit``,
+``pyspark.ml.clustering.LDA`` online at Spark's defaults and at tuned
+settings, gensim's ``LdaMulticore`` when installed), all scored by the same
+held-out document-completion code. Writes ``results.json`` and CSVs of every
+measurement plus ``curves.png`` to ``--out`` and regenerates the page
+``--report`` (default ``docs/benchmarks.md``), judging the targets of
+``--targets`` (default ``benchmarks/targets.toml``).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
+import tomllib
+import zipfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+from pyspark import SparkConf
+from pyspark.sql import SparkSession
 
-log = _common.logging.getLogger("sparklda.bench")
+import sparklda
 
-ROOT = os.path.dirname(_common.HERE)
+from . import report, suite
+from .suite import (
+    DEFAULT_HELDOUT,
+    DEFAULT_HELDOUT_OTHER,
+    CorpusSpec,
+    Options,
+    check_overrides,
+    default_systems,
+)
+
+log = logging.getLogger("benchmarks")
+
+BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchmarks/
+ROOT = os.path.dirname(BENCH_DIR)  # the checkout
 DEFAULT_DATA = os.path.join(ROOT, "..", "shared", "data")
 DEFAULT_CORPORA = "uci_kos:50,lda_newsgroups:100"
 DEFAULT_VARIANTS = "scvb0[tau_phi=100],scvb0[minibatch_size=500]"
 DEFAULT_NOTES = os.path.join(ROOT, "docs", "benchmarks", "notes.toml")
+COMMAND = "spark-submit benchmarks/run.py"
 
 
-def parser():
-    p = _common.base_parser(__doc__.splitlines()[0])
-    p.set_defaults(master=None)
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="benchmarks/run.py",
+                                description="Benchmark sparklda against Spark MLlib's LDA.")
+    p.add_argument("--master", default=None,
+                   help="Spark master (default: what spark-submit set, else local[2])")
+    p.add_argument("--log-level", default="INFO")
     p.add_argument("--corpora", default=DEFAULT_CORPORA,
                    help="comma-separated NAME[:K] (a folder under --data-dir) or PATH[:K] "
                         f"(a UCI folder); default {DEFAULT_CORPORA}")
     p.add_argument("--data-dir", default=DEFAULT_DATA, help="folder of the shared corpora")
     p.add_argument("--systems", default=None,
-                   help="comma-separated systems (default: every registered sparklda mode, "
+                   help="comma-separated systems (default: every sparklda algorithm, "
                         "mllib-online-default, mllib-online-tuned, gensim-ldamulticore if "
                         "gensim is installed)")
     p.add_argument("--variants", default=DEFAULT_VARIANTS,
@@ -53,8 +70,8 @@ def parser():
                         f"default {DEFAULT_VARIANTS!r}: the paper's topic step schedule with a "
                         "10× shorter offset τ, and 4× smaller minibatches (more rounds per "
                         "pass: better per pass, slower per second)")
-    p.add_argument("--passes", type=int, default=10, help="passes of the sparklda modes "
-                                                          "(and gensim)")
+    p.add_argument("--passes", type=int, default=10,
+                   help="passes of the sparklda modes (and gensim)")
     p.add_argument("--mllib-passes", default="0.5,1,2,5",
                    help="MLlib is fitted once per value (passes over the corpus)")
     p.add_argument("--heldout", action="append", default=[], metavar="NAME=COUNT",
@@ -62,7 +79,8 @@ def parser():
                         "otherwise)")
     p.add_argument("--alpha", type=float, default=0.1,
                    help="α of every sparklda mode and of folding in for every system's score")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of every system; it also picks the held-out documents")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a sparklda TrainParams value for every mode, e.g. "
                         "--param minibatch_size=2000")
@@ -80,8 +98,10 @@ def parser():
                    help="folder of results.json, the CSVs and curves.png")
     p.add_argument("--report", default=os.path.join(ROOT, "docs", "benchmarks.md"),
                    help="the Markdown page to (re)generate")
+    p.add_argument("--targets", default=None,
+                   help="TOML of the targets (default benchmarks/targets.toml)")
     p.add_argument("--notes", default=DEFAULT_NOTES,
-                   help="TOML of notes per missed target (table [notes], keys '1'..'7')")
+                   help="TOML of notes per missed target (table [notes], keys: target ids)")
     p.add_argument("--report-only", metavar="RESULTS_JSON",
                    help="regenerate the page from a results.json without running anything")
     p.add_argument("--quick", action="store_true",
@@ -89,10 +109,13 @@ def parser():
                         "pass, MLlib at 0.25 passes, small kernel benchmark, no sweep or "
                         "replication unless asked")
     p.add_argument("--no-floor", action="store_true",
-                   help="skip the round floor (an SCVB0 round's Spark work without the kernel)")
+                   help="skip the round floor (rounds of an SCVB0 round's shape without the "
+                        "kernel)")
     p.add_argument("--no-warm-up", action="store_true",
                    help="skip the untimed warm-up fits (a --quick run skips them anyway)")
-    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--driver-memory", default="8g",
+                   help="spark.driver.memory when this script starts the JVM itself (under "
+                        "spark-submit, pass spark-submit's --driver-memory instead)")
     return p
 
 
@@ -104,10 +127,15 @@ def _ints(text):
     return [int(float(x)) for x in str(text).split(",") if x.strip()]
 
 
-def resolve_options(args):
-    from sparklda.bench.suite import (DEFAULT_HELDOUT, DEFAULT_HELDOUT_OTHER, CorpusSpec,
-                                      Options, default_systems)
+def parse_value(text: str):
+    """A TOML literal (numbers, booleans, quoted strings); a bare word is a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
 
+
+def resolve_options(args):
     if args.quick:
         if args.corpora == DEFAULT_CORPORA:
             args.corpora = "uci_kos:10"
@@ -131,7 +159,8 @@ def resolve_options(args):
     for item in [x.strip() for x in args.corpora.split(",") if x.strip()]:
         name, _, k = item.rpartition(":") if ":" in item else (item, "", "")
         k = int(k) if k else 50
-        path = name if os.sep in name or os.path.isdir(name) else os.path.join(args.data_dir, name)
+        path = (name if os.sep in name or os.path.isdir(name)
+                else os.path.join(args.data_dir, name))
         if not os.path.isdir(path):
             raise SystemExit(f"error: corpus folder {path!r} does not exist")
         short = os.path.basename(os.path.normpath(path))
@@ -139,13 +168,15 @@ def resolve_options(args):
                                 held.get(short, DEFAULT_HELDOUT.get(short, DEFAULT_HELDOUT_OTHER))))
     systems = ([s.strip() for s in args.systems.split(",") if s.strip()] if args.systems
                else default_systems())
-    systems += [v.strip() for v in args.variants.split(",") if v.strip() and v.strip() not in systems]
+    systems += [v.strip() for v in args.variants.split(",")
+                if v.strip() and v.strip() not in systems]
     params = {}
     for item in args.param:
         key, _, value = item.partition("=")
-        params[key.strip()] = _common.parse_value(value.strip())
+        params[key.strip()] = parse_value(value.strip())
+    check_overrides(params, "--param")
     sweep = args.sweep_corpus or (specs[-1].name if specs else None)
-    opts = Options(corpora=specs, systems=systems, mllib_passes=_floats(args.mllib_passes),
+    return Options(corpora=specs, systems=systems, mllib_passes=_floats(args.mllib_passes),
                    passes=args.passes, alpha=args.alpha, seed=args.seed, params=params,
                    kernel_ks=tuple(_ints(args.kernel_ks)),
                    kernel_repeats=2 if args.quick else 5,
@@ -154,35 +185,33 @@ def resolve_options(args):
                    scaling_corpus=sweep, scaling_replicas=_ints(args.scaling),
                    scaling_repeats=1 if args.quick else args.scaling_repeats,
                    warm_up=not (args.quick or args.no_warm_up))
-    return opts
 
 
 def load_notes(path):
     if not path or not os.path.exists(path):
         return {}
-    import tomllib
-
     with open(path, "rb") as f:
         return {str(k): str(v) for k, v in tomllib.load(f).get("notes", {}).items()}
 
 
 def run(spark, args, command: str | None = None) -> dict:
     """Every measurement of one benchmark run; writes the files and the page."""
-    from sparklda.bench import report, suite
-
     started = time.perf_counter()
+    spec = report.load_targets(args.targets)  # a bad targets file fails before any work
     opts = resolve_options(args)
     results = {"meta": {"command": command or " ".join(["spark-submit"] + sys.argv),
                         "date": report.now_iso(), "machine": report.machine_info(spark),
                         "alpha": opts.alpha, "seed": opts.seed, "systems": opts.systems,
                         "mllib_passes": opts.mllib_passes, "passes": opts.passes,
-                        "params": opts.params, "quick": bool(args.quick)},
+                        "params": opts.params, "quick": bool(args.quick),
+                        # sparklda's fit holds out the shared documents itself, on its clock
+                        "heldout_split_in_fit": True},
                "corpora": {}, "systems": {}, "points": [], "notes": load_notes(args.notes)}
     if opts.kernel_ks:
         suite.run_kernel(opts, results)
     kept = None
-    for spec in opts.corpora:
-        bc = suite.run_corpus(spark, spec, opts, results, keep=spec.name == opts.sweep_corpus)
+    for cspec in opts.corpora:
+        bc = suite.run_corpus(spark, cspec, opts, results, keep=cspec.name == opts.sweep_corpus)
         kept = bc or kept
     by_name = {s.name: s for s in opts.corpora}
     try:
@@ -198,19 +227,19 @@ def run(spark, args, command: str | None = None) -> dict:
         if kept is not None:
             kept.unpersist()
     results["meta"]["run_seconds"] = time.perf_counter() - started
-    write_report(results, args.out, args.report)
+    write_report(results, args.out, args.report, spec)
     return results
 
 
-def write_report(results, out_dir, page):
-    from sparklda.bench import report
-
-    paths = report.write_files(results, out_dir)
-    targets = report.evaluate_targets(results)
+def write_report(results, out_dir, page, spec=None):
+    """Files, targets and the page of one run's results."""
+    spec = spec or report.load_targets()
+    targets = report.evaluate_targets(results, spec=spec)
     results["targets"] = targets
-    paths = report.write_files(results, out_dir)  # again, with the targets in the JSON
+    paths = report.write_files(results, out_dir)
     os.makedirs(os.path.dirname(os.path.abspath(page)), exist_ok=True)
-    text = report.render_markdown(results, targets, paths, os.path.dirname(os.path.abspath(page)))
+    text = report.render_markdown(results, targets, paths,
+                                  os.path.dirname(os.path.abspath(page)), spec)
     with open(page + ".tmp", "w") as f:
         f.write(text)
     os.replace(page + ".tmp", page)
@@ -220,34 +249,74 @@ def write_report(results, out_dir, page):
     return targets
 
 
+def ship_packages(spark, packages) -> list[str]:
+    """Send Python packages to the executors (``addPyFile`` of a zip per package).
+
+    The benchmark is not installed, so its code reaches the executors this way;
+    on a cluster (a non-local master) sparklda is shipped too unless installed
+    there.
+    """
+    paths = []
+    tmp = tempfile.mkdtemp(prefix="sparklda-bench-")
+    for pkg in packages:
+        pkg = os.path.abspath(pkg)
+        path = os.path.join(tmp, os.path.basename(pkg) + ".zip")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for root, dirs, files in os.walk(pkg):
+                dirs[:] = [d for d in dirs if d != "__pycache__"]
+                for name in files:
+                    if name.endswith((".py", ".toml", ".txt", ".gz")):
+                        full = os.path.join(root, name)
+                        z.write(full, os.path.relpath(full, os.path.dirname(pkg)))
+        spark.sparkContext.addPyFile(path)
+        paths.append(path)
+    return paths
+
+
+def build_session(master: str | None, driver_memory: str):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("sparklda-benchmark")
+    master = master or (None if SparkConf().contains("spark.master") else "local[2]")
+    if master:
+        builder = builder.master(master)
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.driver.memory": driver_memory, "spark.sql.shuffle.partitions": "4",
+                "spark.python.worker.reuse": "true",
+                # round results (sparse rows, a few MB per task) straight back to the driver
+                "spark.task.maxDirectResultSize": "64m"}
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    _common.setup_logging(args.log_level)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stdout)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     if args.report_only:
-        import json
-
         with open(args.report_only) as f:
             results = json.load(f)
         notes = load_notes(args.notes)
         if notes:
             results["notes"] = notes
-        write_report(results, args.out, args.report)
+        write_report(results, args.out, args.report, report.load_targets(args.targets))
         return 0
-    _common.require_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    cfg = {"spark": {"master": "local[2]", "app_name": "sparklda-benchmark",
-                     "conf": {"spark.ui.enabled": "false",
-                              "spark.driver.memory": args.driver_memory,
-                              "spark.sql.shuffle.partitions": "4",
-                              "spark.python.worker.reuse": "true"}}}
-    spark = _common.build_session(cfg, args.master, "sparklda-benchmark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        print("error: Spark needs Java 17 or later: no `java` on PATH and JAVA_HOME is not set",
+              file=sys.stderr)
+        return 2
+    spark = build_session(args.master, args.driver_memory)
     try:
-        run(spark, args, " ".join(["spark-submit", "jobs/benchmark.py"] + list(
-            argv if argv is not None else sys.argv[1:])))
+        packages = [BENCH_DIR]
+        if not spark.sparkContext.master.startswith("local"):
+            packages.append(os.path.dirname(sparklda.__file__))
+        ship_packages(spark, packages)
+        given = list(argv if argv is not None else sys.argv[1:])
+        run(spark, args, " ".join([COMMAND] + given))
     finally:
         spark.stop()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

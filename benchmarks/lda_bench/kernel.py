@@ -7,8 +7,8 @@ visited by one sweep touches K topics, so a block of ``nnz`` pairs run with
 The ceiling runs the same memory pattern as the kernel (for every pair and
 sweep, the pair's row of the U×K statistics is streamed in full) but does one
 fused multiply-add per topic and nothing else, compiled by numba with the
-same options (:data:`sparklda.kernels.config.JIT_OPTIONS`,
-:data:`~sparklda.kernels.config.FASTMATH`). It is what the machine does for
+options sparklda's kernels are compiled with (:data:`CEILING_JIT`: the same
+fast-math flags and error model). It is what the machine does for
 the cheapest possible topic-update with this access pattern; the SCVB0
 kernel does about four times that arithmetic (γ, its sum, the N^Θ update and
 the N̂^Φ accumulation) plus a division and a step-size look-up per pair.
@@ -26,13 +26,18 @@ from importlib.resources import files
 import numba
 import numpy as np
 
-from ..block import DocBlock
-from ..kernels import init_doc_stats, scvb0_block
-from ..kernels.config import FASTMATH, JIT_OPTIONS
+from sparklda.block import DocBlock
+from sparklda.kernels import init_doc_stats, scvb0_block
+
+#: numba options of the ceiling loop: those sparklda's hot kernels use (fast
+#: math that reassociates sums but keeps NaN and infinity, numpy's error model).
+#: tests/test_benchmark.py checks that they still match the library's.
+CEILING_JIT = dict(cache=True, nogil=True, error_model="numpy",
+                   fastmath={"reassoc", "contract", "nsz", "arcp"})
 
 
-@numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _ceiling(indptr, local, rows, sweeps, acc):
+@numba.njit(**CEILING_JIT)
+def ceiling_loop(indptr, local, rows, sweeps, acc):
     """For each document, ``sweeps`` times over its pairs: acc += row·x (one FMA
     per topic, the row of the pair's term streamed in full)."""
     n_docs = indptr.shape[0] - 1
@@ -63,7 +68,7 @@ def kos_block(n_docs: int | None = None) -> DocBlock:
     return DocBlock.from_docs(docs)
 
 
-def _best_of(fn, repeats: int, min_seconds: float) -> float:
+def best_of(fn, repeats: int, min_seconds: float) -> float:
     """Best per-call time over ``repeats`` measurements, each at least ``min_seconds`` long."""
     fn()  # compile / warm caches
     best = float("inf")
@@ -100,10 +105,10 @@ def run(ks=(20, 100, 1000), dtypes=("float32", "float64"), burnin: int = 1, n_do
                                     block.doc_lengths()).astype(dtype)
             counts = block.counts.astype(dtype)
             updates = block.nnz * sweeps * k
-            t_kernel = _best_of(lambda: scvb0_block(block.indptr, block.local, counts, rows,
+            t_kernel = best_of(lambda: scvb0_block(block.indptr, block.local, counts, rows,
                                                     theta0, 0.1, burnin), repeats, min_seconds)
             acc = np.full(k, 1e-3, dtype=dtype)
-            t_ceiling = _best_of(lambda: _ceiling(block.indptr, block.local, rows, sweeps,
+            t_ceiling = best_of(lambda: ceiling_loop(block.indptr, block.local, rows, sweeps,
                                                   acc.copy()), repeats, min_seconds)
             out.append({
                 "k": k, "dtype": dt, "docs": block.n_docs, "pairs": block.nnz,

@@ -17,7 +17,12 @@ import time
 
 
 def rdd_storage(sc, rdd) -> dict | None:
-    """Spark's storage figures of a cached RDD (memory and disk bytes), or None."""
+    """Spark's storage figures of a cached RDD (memory and disk bytes), or None.
+
+    PySpark has no Python API for them; they are read from the JVM
+    SparkContext through py4j (Spark's own handle, ``sc._jsc``). Nothing of
+    sparklda's is involved.
+    """
     try:
         infos = sc._jsc.sc().getRDDStorageInfo()
         for info in infos:

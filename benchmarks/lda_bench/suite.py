@@ -9,8 +9,11 @@
 4. Round cost against corpus size: the same corpus replicated ×1, ×2, ×4
    at one minibatch size; median round time.
 
-Everything returns plain dicts (JSON-ready); :mod:`sparklda.bench.report`
-turns them into files, a plot and ``docs/benchmarks.md``.
+5. The round floor: rounds of an SCVB0 round's shape without the kernel.
+
+Everything returns plain dicts (JSON-ready); :mod:`benchmarks.lda_bench.report`
+turns them into files, a plot and ``docs/benchmarks.md``. Only sparklda's
+public API is used: every sparklda measurement is a :func:`sparklda.api.fit`.
 """
 
 from __future__ import annotations
@@ -18,15 +21,28 @@ from __future__ import annotations
 import logging
 import math
 import time
+import tomllib
 from dataclasses import dataclass, field
 
 import numpy as np
+from pyspark import StorageLevel
 
-from . import systems
-from .data import prepare
+from sparklda.api import fit
+from sparklda.block import DocBlock
+from sparklda.corpus import from_vectors
+from sparklda.kernels import uniform_per_doc
+from sparklda.params import ALGORITHMS, TrainParams
+from sparklda.training import Callback
+
+from . import kernel, systems
+from .data import BenchCorpus, heldout_ids, prepare
 from .memory import PeakRSS, rdd_storage
 
-log = logging.getLogger("sparklda.bench")
+log = logging.getLogger("benchmarks")
+
+#: TrainParams every system of a corpus must share: they choose the held-out
+#: documents (set with --seed and --heldout, never per system).
+SHARED_PARAMS = ("seed", "heldout_count", "heldout_fraction")
 
 #: Held-out documents per corpus unless told otherwise (KOS: the issue-2 setting).
 DEFAULT_HELDOUT = {"uci_kos": 430}
@@ -64,11 +80,8 @@ class Options:
 
 
 def default_systems() -> list[str]:
-    """Every registered sparklda mode, both MLlib variants, gensim if importable."""
-    from .. import modes  # noqa: F401  (registers the modes)
-    from ..training import MODES
-
-    names = sorted(MODES, key=lambda m: (m != "scvb0", m))
+    """Every sparklda algorithm, both MLlib variants, gensim if importable."""
+    names = sorted(ALGORITHMS, key=lambda m: (m != "scvb0", m))
     names += list(systems.MLLIB_VARIANTS)
     if systems.gensim_available():
         names.append("gensim-ldamulticore")
@@ -81,8 +94,6 @@ def parse_system(name: str):
     base, _, rest = name.partition("[")
     overrides = {}
     if rest:
-        import tomllib
-
         for item in rest.rstrip("]").split(";"):
             if item.strip():
                 key, _, value = item.partition("=")
@@ -90,7 +101,18 @@ def parse_system(name: str):
                     overrides[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
                 except tomllib.TOMLDecodeError:
                     overrides[key.strip()] = value.strip()
+    check_overrides(overrides, f"system {name!r}")
     return base.strip(), overrides
+
+
+def check_overrides(overrides: dict, where: str):
+    """Refuse a per-system (or --param) value of a parameter that picks the held-out
+    documents: every system is scored on the same ones."""
+    bad = sorted(set(overrides) & set(SHARED_PARAMS))
+    if bad:
+        raise ValueError(f"{where} sets {', '.join(bad)}; these choose the held-out documents "
+                         "every system is scored on, so they are set once for the run "
+                         "(--seed, --heldout NAME=COUNT)")
 
 
 def warm_up(spark, bc, opts: Options):
@@ -98,10 +120,6 @@ def warm_up(spark, bc, opts: Options):
     for starting the Python workers (numba kernels loaded from the cache) or
     for the JVM's first compilation of MLlib's code."""
     from pyspark.ml.clustering import LDA
-
-    from ..api import fit
-    from ..corpus import from_vectors
-    from ..params import TrainParams
 
     t = time.perf_counter()
     small = bc.train_df.limit(500)
@@ -117,6 +135,10 @@ def _round_summary(rounds: list, skip_first: int = 1) -> dict:
     rr = rounds[skip_first:] if len(rounds) > skip_first + 2 else rounds
     if not rr:
         return {}
+    # the report's column names for the round record's ship_s / release_s / shipped_bytes
+    rr = [{**r, "broadcast_s": r.get("ship_s", r.get("broadcast_s")),
+           "destroy_s": r.get("release_s", r.get("destroy_s")),
+           "broadcast_bytes": r.get("shipped_bytes", r.get("broadcast_bytes"))} for r in rr]
 
     def med(key):
         return float(np.median([r.get(key, 0.0) or 0.0 for r in rr]))
@@ -150,9 +172,7 @@ def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool
             "vocab_size": bc.vocab_size, "prepare_s": time.perf_counter() - t0}
     results["corpora"][spec.name] = info
     log.info("corpus %s ready: %s", spec.name, info)
-    from .. import modes  # noqa: F401
-    from ..training import MODES
-
+    ids_checked = False
     try:
         if opts.warm_up:
             warm_up(spark, bc, opts)
@@ -161,17 +181,12 @@ def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool
             rss = PeakRSS().start()
             t = time.perf_counter()
             try:
-                if base in MODES:
-                    storage = {}
-
-                    def grab(corpus, storage=storage):
-                        storage.update(corpus.report)
-                        s = rdd_storage(sc, corpus.train)
-                        if s:
-                            storage["spark"] = s
-
-                    out = _run_mode(bc, name, spec, opts, grab, base, overrides)
-                    out["cached_corpus"] = storage
+                if base in ALGORITHMS:
+                    probe = CorpusProbe(sc)
+                    out = run_mode(bc, name, spec, opts, probe, base, overrides)
+                    check_same_heldout(bc, probe, name, check_ids=not ids_checked)
+                    ids_checked = True
+                    out["cached_corpus"] = probe.cached
                     out["round_summary"] = _round_summary(out["rounds"])
                 elif name in systems.MLLIB_VARIANTS:
                     out = systems.run_mllib(bc, name, spec.k, opts.mllib_passes, opts.alpha,
@@ -183,10 +198,10 @@ def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool
                     out = systems.run_gensim(bc, spec.k, opts.passes, opts.alpha, opts.seed,
                                              opts.gensim_workers)
                 else:
-                    raise ValueError(f"Unknown system {name!r}; known: {default_systems()}")
+                    raise UnknownSystem(f"Unknown system {name!r}; known: {default_systems()}")
+            except (UnknownSystem, HeldoutMismatch):
+                raise
             except Exception as e:  # one failing system must not lose the others' figures
-                if isinstance(e, ValueError) and "Unknown system" in str(e):
-                    raise
                 log.exception("system %s failed on %s", name, spec.name)
                 out = {"points": [], "error": f"{type(e).__name__}: {e}"}
             out["memory"] = rss.stop()
@@ -206,18 +221,68 @@ def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool
     return None
 
 
-def _run_mode(bc, name, spec, opts, on_corpus, base=None, overrides=None):
-    from ..api import fit
-    from ..corpus import from_vectors
-    from ..params import TrainParams
+class UnknownSystem(ValueError):
+    """A --systems or --variants name the benchmark does not know."""
 
-    params = TrainParams(algorithm=base or name, k=spec.k, alpha=opts.alpha, passes=opts.passes,
-                         seed=opts.seed, **{**opts.params, **(overrides or {})})
+
+class HeldoutMismatch(RuntimeError):
+    """sparklda's fit held out other documents than the ones the other systems are scored on."""
+
+
+class CorpusProbe(Callback):
+    """What ``fit`` reports about the corpus it built: its report, Spark's storage
+    figures of the cached training blocks, and its held-out blocks."""
+
+    def __init__(self, sc):
+        self.sc = sc
+        self.cached: dict = {}
+        self.heldout = None
+
+    def on_corpus(self, corpus):
+        self.cached.update(corpus.report)
+        train = getattr(corpus, "train", None)  # a figure we cannot read is left out
+        storage = rdd_storage(self.sc, train) if train is not None else None
+        if storage:
+            self.cached["spark"] = storage
+        self.heldout = corpus.heldout
+
+
+def check_same_heldout(bc: BenchCorpus, probe: CorpusProbe, name: str, check_ids: bool):
+    """Raise :class:`HeldoutMismatch` unless ``fit`` held out the benchmark's documents.
+
+    The count is checked on every fit; the document ids (one Spark job, after
+    the fit, off its clock) when ``check_ids``.
+    """
+    n = probe.cached.get("heldout_documents")
+    if n != bc.n_heldout_docs:
+        raise HeldoutMismatch(f"{name} on {bc.name}: fit held out {n} documents, the other "
+                              f"systems are scored on {bc.n_heldout_docs}")
+    if check_ids:
+        if probe.heldout is None:
+            raise HeldoutMismatch(f"{name} on {bc.name}: fit reported no held-out blocks")
+        if heldout_ids(probe.heldout) != bc.heldout_ids:
+            raise HeldoutMismatch(f"{name} on {bc.name}: fit held out other documents than "
+                                  "the ones the other systems are scored on")
+
+
+def mode_params(bc: BenchCorpus, spec: CorpusSpec, opts: Options, algorithm: str,
+                overrides: dict | None = None, **fixed) -> TrainParams:
+    """TrainParams of a sparklda fit on ``bc``: the run's settings, the system's
+    overrides, ``fixed`` values, and the held-out documents of the benchmark."""
+    check_overrides(opts.params, "--param")
+    values = {"algorithm": algorithm, "k": spec.k, "alpha": opts.alpha, "passes": opts.passes,
+              **opts.params, **(overrides or {}), **fixed, **bc.holdout_params()}
+    return TrainParams(**values)
+
+
+def run_mode(bc: BenchCorpus, name, spec, opts, probe: CorpusProbe, base=None, overrides=None):
+    """One ``fit`` of a sparklda mode on every document of ``bc`` (holding out the
+    benchmark's documents), evaluated every few rounds."""
+    params = mode_params(bc, spec, opts, base or name, overrides)
     rpp = math.ceil(bc.n_train_docs / params.minibatch_size)
     params.eval_every = systems.eval_interval(rpp)
-    source = from_vectors(bc.train_df, "features", id_col="doc_id", vocab=bc.vocab)
     t0 = time.perf_counter()
-    result = fit(source, params, heldout=bc.heldout, on_corpus=on_corpus)
+    result = fit(bc.sparklda_source(), params, callbacks=[probe])
     wall = time.perf_counter() - t0
     points = [{"system": name, "corpus": bc.name, "k": spec.k, "passes": e["passes"],
                "round": e["round"], "elapsed_s": e["elapsed_s"],
@@ -225,7 +290,7 @@ def _run_mode(bc, name, spec, opts, on_corpus, base=None, overrides=None):
                "eval_s": e["eval_s"]} for e in result.evaluations]
     return {"points": points, "rounds": result.rounds, "report": result.report,
             "params": params.to_dict(), "wall_s": wall,
-            "broadcast_bytes": systems._broadcast_bytes(name, bc, params, result)}
+            "broadcast_bytes": systems.broadcast_bytes(bc, params, result)}
 
 
 def _pass_points(result):
@@ -236,10 +301,6 @@ def _pass_points(result):
 def run_sweep(spark, spec: CorpusSpec, opts: Options, results: dict, bc=None):
     """SCVB0 with each minibatch size of ``opts.sweep_minibatch`` (0: the whole
     corpus) for ``opts.sweep_passes`` passes: round decomposition, time and quality."""
-    from ..api import fit
-    from ..corpus import from_vectors
-    from ..params import TrainParams
-
     own = bc is None
     if own:
         bc = prepare(spark, spec.name, spec.path, spec.heldout_count, seed=opts.seed)
@@ -247,12 +308,10 @@ def run_sweep(spark, spec: CorpusSpec, opts: Options, results: dict, bc=None):
     try:
         for mb in opts.sweep_minibatch:
             mb = int(mb) or bc.n_train_docs
-            params = TrainParams(algorithm="scvb0", k=spec.k, alpha=opts.alpha,
-                                 passes=opts.sweep_passes, seed=opts.seed,
-                                 **{**opts.params, "minibatch_size": int(mb)})
+            params = mode_params(bc, spec, opts, "scvb0", passes=opts.sweep_passes,
+                                 minibatch_size=int(mb))
             params.eval_every = math.ceil(bc.n_train_docs / int(mb))  # every pass boundary
-            source = from_vectors(bc.train_df, "features", id_col="doc_id", vocab=bc.vocab)
-            result = fit(source, params, heldout=bc.heldout)
+            result = fit(bc.sparklda_source(), params)
             final = result.evaluations[-1]
             row = {"corpus": spec.name, "k": spec.k, "minibatch_size": int(mb),
                    "parts_per_slice": result.report["corpus"]["parts_per_slice"],
@@ -277,12 +336,10 @@ def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None
     Each replica trains one pass, ``opts.scaling_repeats`` times, the replicas
     interleaved (×1, ×2, ×4, ×1, ...) so that a slow spell of a shared machine
     does not land on one replica only; the median is over every round but the
-    first of each fit.
+    first of each fit. The replicas train on their training documents only
+    (nothing held out, no evaluation).
     """
-    from ..api import fit
-    from ..corpus import from_vectors
-    from ..params import TrainParams
-
+    check_overrides(opts.params, "--param")
     prepared = {}
     runs = {int(r): [] for r in opts.scaling_replicas}
     try:
@@ -292,12 +349,11 @@ def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None
             prepared[r] = (base if reuse else
                            prepare(spark, spec.name, spec.path, spec.heldout_count,
                                    seed=opts.seed, replicate=r), reuse)
-        params = TrainParams(algorithm="scvb0", k=spec.k, alpha=opts.alpha, passes=1,
-                             seed=opts.seed, **opts.params)
+        params = TrainParams(**{"algorithm": "scvb0", "k": spec.k, "alpha": opts.alpha,
+                                **opts.params, "passes": 1, "seed": opts.seed})
         for _ in range(max(1, opts.scaling_repeats)):
             for r, (bc, _reuse) in prepared.items():
-                source = from_vectors(bc.train_df, "features", id_col="doc_id", vocab=bc.vocab)
-                result = fit(source, params, heldout=None)
+                result = fit(bc.training_source(), params)
                 runs[r].append(result)
         rows = []
         for r, results_r in runs.items():
@@ -323,8 +379,6 @@ def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None
 
 
 def run_kernel(opts: Options, results: dict):
-    from . import kernel
-
     results["kernel"] = kernel.run(ks=opts.kernel_ks, repeats=opts.kernel_repeats,
                                    n_docs=opts.kernel_docs)
     for r in results["kernel"]:
@@ -332,69 +386,127 @@ def run_kernel(opts: Options, results: dict):
                  r["kernel_updates_per_s"], r["ceiling_updates_per_s"])
 
 
-def _null_task(bc, k, dtype):
+
+#: Random streams of the floor's block layout (its own; any seeded hash of the
+#: document id gives slices of the same size distribution).
+FLOOR_STREAM_SLICE = 101
+FLOOR_STREAM_PART = 102
+
+
+def floor_layout(docs_rdd, n_docs: int, minibatch_size: int, parts_per_slice: int, seed: int,
+                 dtype):
+    """Training documents as cached DocBlocks laid out the way sparklda lays out a
+    corpus: ``ceil(n_docs / minibatch_size)`` slices of ``parts_per_slice``
+    partitions, each document placed by a seeded hash of its id, one block per
+    partition. Returns (blocks RDD, n_slices)."""
+    n_slices = max(1, math.ceil(n_docs / minibatch_size))
+    p = parts_per_slice
+
+    def assign(it):
+        batch = list(it)
+        if not batch:
+            return iter(())
+        ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
+        s = np.minimum((uniform_per_doc(seed, FLOOR_STREAM_SLICE, ids) * n_slices)
+                       .astype(np.int64), n_slices - 1)
+        i = np.minimum((uniform_per_doc(seed, FLOOR_STREAM_PART, ids) * p).astype(np.int64),
+                       p - 1)
+        return ((int(s[j] * p + i[j]), d) for j, d in enumerate(batch))
+
+    def make_block(it):
+        yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
+
+    blocks = (docs_rdd.mapPartitions(assign).partitionBy(n_slices * p, lambda x: x)
+              .mapPartitions(make_block, preservesPartitioning=True)
+              .setName("benchmark floor blocks").persist(StorageLevel.MEMORY_ONLY))
+    return blocks, n_slices
+
+
+def floor_task(bc, k: int, dtype):
     """A round's task without the arithmetic: read the broadcast and the block,
-    return zero N̂^Φ rows for the block's terms (the real task's result size)."""
-    from ..stats import TopicStats
+    return zero rows of K values for the block's terms (the real result's size)."""
 
     def run(blocks):
-        terms, rows, scale, inv_nz = bc.value
+        terms, rows, scale, inv_nz = bc.value  # read, as the real task does
         for block in blocks:
             if block.n_docs == 0:
                 continue
-            yield TopicStats(block.terms, np.zeros((len(block.terms), k), dtype=dtype),
-                             extra={"tokens": block.n_tokens, "docs": block.n_docs})
+            yield block.terms, np.zeros((len(block.terms), k), dtype=dtype), block.n_tokens
 
     return run
 
 
-def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc, passes: int = 2):
+def merge_rows(parts, k: int):
+    """Float64 sum of the tasks' rows by term (what sparklda's merge computes)."""
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros((0, k))
+    terms = np.concatenate([p[0] for p in parts])
+    rows = np.concatenate([p[1] for p in parts]).astype(np.float64)
+    order = np.argsort(terms, kind="stable")
+    terms, rows = terms[order], rows[order]
+    starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+    return terms[starts], np.add.reduceat(rows, starts, axis=0)
+
+
+def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc: BenchCorpus,
+              passes: int = 2):
     """Spark's share of an SCVB0 round at the default settings, without the kernel.
 
-    The same corpus layout, the same broadcast (SCVB0's own ``broadcast_value``)
-    and results of the real size (zero rows for each block's terms), merged by
-    the real merge, for ``passes`` passes of rounds; no kernel and no update.
-    The median is the floor under a round's time that the kernel cannot remove:
-    with it, the best kernel share at these settings is kernel / (kernel + floor).
+    Rounds of an SCVB0 round's shape, rebuilt from the public API rather than
+    run inside a mode: the training documents laid out in
+    ``n_slices × parts_per_slice`` cached blocks (``minibatch_size`` documents
+    per slice, as :func:`sparklda.api.fit` lays them out); per round, the slices
+    visited in a seeded random order each pass, a broadcast of one row of K
+    values per distinct term of the slice (gathered from a V×K array on the
+    driver: what SCVB0 broadcasts once it knows a slice's terms), one task per
+    partition of the slice that reads the broadcast and its block and returns
+    zero rows for the block's terms (the real result's size), the float64 sum
+    of those rows by term on the driver, and the broadcast destroyed. No kernel
+    and no update. The median over the rounds after the first pass is the floor
+    under a round's time that the kernel cannot remove: with it, the best kernel
+    share at these settings is kernel / (kernel + floor).
     """
-    from ..corpus import build_corpus, from_vectors
-    from ..modes.scvb0 import SCVB0
-    from ..stats import TopicStats
-    from ..params import TrainParams
-
     sc = spark.sparkContext
-    params = TrainParams(algorithm="scvb0", k=spec.k, alpha=opts.alpha, seed=opts.seed,
-                         **opts.params)
-    source = from_vectors(bc.train_df, "features", id_col="doc_id", vocab=bc.vocab)
-    corpus = build_corpus(source, minibatch_size=params.minibatch_size, seed=params.seed,
-                          parts_per_slice=params.parts_per_slice or None,
-                          dtype=np.dtype(params.dtype), heldout=bc.heldout)
+    check_overrides(opts.params, "--param")
+    params = TrainParams(**{"algorithm": "scvb0", "k": spec.k, "alpha": opts.alpha,
+                            **opts.params, "seed": opts.seed})
+    k, dtype, seed = params.k, np.dtype(params.dtype), params.seed
+    p = params.parts_per_slice or sc.defaultParallelism
+    blocks, n_slices = floor_layout(bc.training_source().rdd, bc.n_train_docs,
+                                    params.minibatch_size, p, seed, dtype)
     rows = []
     try:
-        mode = SCVB0(corpus, params)
-        for t in range(passes * mode.rounds_per_pass):
+        part_terms = blocks.map(lambda b: b.terms).collect()  # one block per partition
+        terms_of_slice = [np.unique(np.concatenate(part_terms[s * p:(s + 1) * p]))
+                       for s in range(n_slices)]
+        topic_word = np.ones((bc.vocab_size, k), dtype=dtype)
+        inv_nz = np.ones(k, dtype=dtype)
+        for t in range(passes * n_slices):
+            order = np.random.default_rng([seed, 17, t // n_slices]).permutation(n_slices)
+            s = int(order[t % n_slices])
             r0 = time.perf_counter()
-            b = sc.broadcast(mode.broadcast_value(t))
+            terms = terms_of_slice[s].astype(np.int32)
+            value = (terms, topic_word[terms], 1.0, inv_nz)
+            b = sc.broadcast(value)
             r1 = time.perf_counter()
-            parts = sc.runJob(corpus.train, _null_task(b, params.k, mode.dtype),
-                              mode.round_partitions(t))
+            task = floor_task(b, k, dtype)
+            parts = sc.runJob(blocks, task, list(range(s * p, (s + 1) * p)))
             r2 = time.perf_counter()
-            merged = TopicStats.merge_all(parts) if parts else None
-            if merged is not None:
-                mode.slice_terms.setdefault(mode.slice_of_round(t), merged.terms)
+            merge_rows(parts, k)
             r3 = time.perf_counter()
             b.destroy()
             r4 = time.perf_counter()
             rows.append({"round": t + 1, "broadcast_s": r1 - r0, "job_s": r2 - r1,
                          "merge_s": r3 - r2, "destroy_s": r4 - r3, "round_s": r4 - r0,
-                         "broadcast_bytes": mode.broadcast_nbytes})
+                         "broadcast_bytes": int(terms.nbytes + value[1].nbytes
+                                                + inv_nz.nbytes + 8)})
     finally:
-        corpus.train.unpersist()
-    rr = rows[mode.rounds_per_pass:] if len(rows) > mode.rounds_per_pass else rows
+        blocks.unpersist()
+    rr = rows[n_slices:] if len(rows) > n_slices else rows
     med = {key: float(np.median([r[key] for r in rr]))
-           for key in ("round_s", "broadcast_s", "job_s", "merge_s", "destroy_s")}
-    results["floor"] = {"corpus": spec.name, "k": spec.k,
-                        "minibatch_size": params.minibatch_size,
-                        "parts_per_slice": corpus.parts_per_slice,
-                        "rounds_measured": len(rr), **med, "rounds": rows}
+           for key in ("round_s", "broadcast_s", "job_s", "merge_s", "destroy_s",
+                       "broadcast_bytes")}
+    results["floor"] = {"method": "public-api", "corpus": spec.name, "k": spec.k,
+                        "minibatch_size": params.minibatch_size, "parts_per_slice": p,
+                        "slices": n_slices, "rounds_measured": len(rr), **med, "rounds": rows}
     log.info("round floor on %s: %s", spec.name, med)

@@ -1,14 +1,16 @@
 """The systems the benchmark runs, each scored by the same completion code.
 
-Every runner takes a :class:`~sparklda.bench.data.BenchCorpus` (one cached
+Every runner takes a :class:`~benchmarks.lda_bench.data.BenchCorpus` (one cached
 training DataFrame, one cached held-out RDD) and returns *points*: dicts with
 ``system``, ``passes``, ``elapsed_s`` (wall seconds of training counted from
 the start of the system's ``fit``, evaluation excluded) and the held-out
 score of :func:`sparklda.evaluation.completion_loglik` with the benchmark's
 one α for folding in.
 
-* sparklda modes: one :func:`sparklda.api.fit` per mode, held-out quality
-  every few rounds (``TrainParams.eval_every``; evaluation is off the clock).
+* sparklda modes (:mod:`benchmarks.lda_bench.suite`): one
+  :func:`sparklda.api.fit` per mode on every document, holding out the same
+  documents itself (``heldout_count`` and ``seed``), held-out quality every
+  few rounds (``TrainParams.eval_every``; evaluation is off the clock).
 * Spark MLlib's online LDA (``pyspark.ml.clustering.LDA``): one fit per
   number of passes (MLlib has no callback and no warm start), timed from
   the call to ``fit`` to its return; φ̂ = ``topicsMatrix()`` (λ, V×K) with
@@ -26,9 +28,9 @@ import time
 
 import numpy as np
 
-from ..evaluation import completion_loglik, normalize_topics
+from sparklda.evaluation import completion_loglik, normalize_topics
 
-log = logging.getLogger("sparklda.bench")
+log = logging.getLogger("benchmarks")
 
 #: MLlib online LDA variants. "default" leaves every optimizer setting at
 #: Spark's default (learningOffset 1024, learningDecay 0.51, subsamplingRate
@@ -60,7 +62,7 @@ def eval_interval(rounds_per_pass: int, per_pass: int = 4) -> int:
     return max(d for d in range(1, rpp + 1) if rpp % d == 0 and rpp // d >= per_pass)
 
 
-def _broadcast_bytes(mode, bcorpus, params, result) -> dict:
+def broadcast_bytes(bcorpus, params, result) -> dict:
     """Bytes broadcast per round (the mode reports them as ``broadcast_bytes``)."""
     sizes = [r["broadcast_bytes"] for r in result.rounds if "broadcast_bytes" in r]
     if not sizes:

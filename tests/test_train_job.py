@@ -84,7 +84,8 @@ BAD_SETTINGS = [
     ("output.overwrite=False",
      "output.overwrite must be a TOML boolean (true or false); got 'False' (a string)"),
     ("training.batch=yes", "training.batch must be a TOML boolean (true or false); got 'yes'"),
-    ("training.k.x=3", "training.k is a value (8), not a table, so it has no key 'x'"),
+    ("training.k.x=3",
+     "--set 'training.k.x=3': training.k is a value (8), not a table, so it has no key 'x'"),
     ("input.fromat=uci", "Unknown key(s) ['input.fromat'] in [input]; known keys: ['docword',"),
     ("spark.mastr=yarn", "Unknown key(s) ['spark.mastr'] in [spark]; known keys: ['app_name',"),
     ("evaluation.passes=3", "Unknown key(s) ['evaluation.passes'] in [evaluation]"),
@@ -104,7 +105,8 @@ def test_bad_settings_fail_before_spark_starts(tmp_path, override, message, caps
 
     monkeypatch.setattr("sparklda.cli.job.build_session", no_spark)
     assert train.main(["--config", write_config(tmp_path), "--set", override]) == 2
-    assert f"error: {message}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
     assert not (tmp_path / "model").exists()
 
 

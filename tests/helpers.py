@@ -14,11 +14,16 @@ TRAIN_JOB = os.path.join(ROOT, "jobs", "train_lda.py")
 INFER_JOB = os.path.join(ROOT, "jobs", "infer_topics.py")
 
 
-def spark_bin(name: str) -> str:
-    """A script of the pyspark package's own Spark distribution (bin/spark-submit, ...)."""
+def spark_home() -> str:
+    """The pyspark package's own Spark distribution."""
     import pyspark
 
-    return os.path.join(os.path.dirname(pyspark.__file__), "bin", name)
+    return os.path.dirname(pyspark.__file__)
+
+
+def spark_bin(name: str) -> str:
+    """A script of the pyspark package's Spark distribution (bin/spark-submit, ...)."""
+    return os.path.join(spark_home(), "bin", name)
 
 
 def free_port() -> int:

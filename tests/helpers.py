@@ -77,7 +77,7 @@ def job_env(**changes) -> dict:
 
 def run(cmd, timeout=600, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+                          timeout=timeout, check=False, **kw)
 
 
 PROBE = r'''

@@ -10,11 +10,16 @@ import pytest
 
 import sparklda.cli
 from sparklda.cli import compare, infer, train
-from sparklda.cli.config import (ConfigError, check_config, flatten_spark_conf, load_config,
-                                 shipped_config, shipped_configs)
-from sparklda.cli.session import (REDACTED, effective_properties, plan_properties)
+from sparklda.cli.config import (
+    ConfigError,
+    check_config,
+    flatten_spark_conf,
+    load_config,
+    shipped_config,
+    shipped_configs,
+)
+from sparklda.cli.session import REDACTED, effective_properties, plan_properties
 from tests.helpers import KOS_DOCWORD, ROOT, job_env, probe_session, run, spark_bin
-
 
 # --------------------------------------------------------------------------
 # Shipped configurations

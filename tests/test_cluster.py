@@ -12,6 +12,7 @@ sparklda from the shipped zip.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,7 +25,15 @@ import numpy as np
 import pytest
 
 from sparklda.model import TopicModel
-from tests.helpers import ROOT, TRAIN_JOB, free_port, job_env, run, spark_bin, spark_home
+from tests.helpers import (
+    ROOT,
+    TRAIN_JOB,
+    free_port,
+    job_env,
+    run,
+    spark_bin,
+    spark_home,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -56,10 +65,11 @@ def cluster(tmp_path_factory):
                   SPARK_LOG_DIR=str(base / "logs"), SPARK_WORKER_DIR=str(base / "work"))
     procs: list[subprocess.Popen] = []
     logs = []
+    files = contextlib.ExitStack()
 
     def start(name, args):
-        log = open(base / f"{name}.log", "w")
-        logs.append((name, base / f"{name}.log", log))
+        log = files.enter_context(open(base / f"{name}.log", "w"))  # noqa: SIM115
+        logs.append((name, base / f"{name}.log"))
         procs.append(subprocess.Popen([spark_bin("spark-class"), *args], env=env, cwd=base,
                                       stdout=log, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True))
@@ -83,7 +93,7 @@ def cluster(tmp_path_factory):
                 continue
             break
         raise RuntimeError(f"the cluster did not come up: {state}\n" + "\n".join(
-            f"--- {name}\n{_tail(path)}" for name, path, _ in logs))
+            f"--- {name}\n{_tail(path)}" for name, path in logs))
 
     try:
         start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -108,8 +118,7 @@ def cluster(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=30)
-        for _, _, log in logs:
-            log.close()
+        files.close()
 
 
 def _executors_with_tasks(executors) -> set[str]:

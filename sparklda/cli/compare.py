@@ -137,8 +137,8 @@ def _fmt(value, spec: str) -> str:
 
 
 def format_table(rows) -> str:
-    lines = ["| mode | passes / iterations | held-out log-lik. per token | perplexity | "
-             "train s | corpus s | wall s |",
+    lines = [("| mode | passes / iterations | held-out log-lik. per token | perplexity | "
+              "train s | corpus s | wall s |"),
              "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['mode']} | {r['passes']:g} | {_fmt(r['heldout_loglik'], '.4f')} | "

@@ -35,7 +35,7 @@ def shipped_configs() -> list[str]:
 
 def shipped_config(name: str) -> bytes:
     """The bytes of the shipped configuration ``name`` (``local`` or ``local.toml``)."""
-    stem = name[:-len(".toml")] if name.endswith(".toml") else name
+    stem = name.removesuffix(".toml")
     names = shipped_configs()
     if stem not in names:
         raise ConfigError(f"No shipped configuration named {name!r}; choose from {names}.")

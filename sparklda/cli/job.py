@@ -74,13 +74,15 @@ def print_config(name: str) -> int:
 def _location(spark, path: str, key: str) -> tuple[str, str, object]:
     """(scheme, path, Hadoop file system) of ``path`` as Spark resolves it: ``file`` and a
     local path, or the scheme and the qualified URI."""
+    from py4j.protocol import Py4JError
+
     sc = spark.sparkContext
     jvm = sc._jvm
     try:
         jpath = jvm.org.apache.hadoop.fs.Path(path)
         fs = jpath.getFileSystem(sc._jsc.hadoopConfiguration())
         qualified = fs.makeQualified(jpath)
-    except Exception as e:  # Py4JJavaError: no file system for the scheme, bad URI
+    except Py4JError as e:  # no file system for the scheme, a bad URI
         text = str(e).strip().splitlines()
         raise ModelPathError(f"{key} {path!r} cannot be used: "
                              f"{text[-1] if text else type(e).__name__}") from None

@@ -192,11 +192,13 @@ def effective_properties(spark) -> dict[str, str]:
 def executor_summary(spark) -> list[dict]:
     """Every executor of the application so far (and the driver), with the number of tasks
     it ran, from Spark's status store (kept whether or not the UI is enabled)."""
+    from py4j.protocol import Py4JError
+
     jsc = spark.sparkContext._jsc.sc()
     try:
         jsc.listenerBus().waitUntilEmpty()
-    except Exception:  # an internal API: counts may then lag by the last few events
-        pass
+    except Py4JError as e:  # an internal API: counts may then lag by the last few events
+        log.debug("could not wait for Spark's listener bus: %s", e)
     executors = jsc.statusStore().executorList(False)
     out = []
     for i in range(executors.size()):

@@ -68,14 +68,15 @@ def test_set_parses_toml_literals_and_dotted_keys(tmp_path):
         "training.k=12", "training.alpha=0.5", "training.algorithm=cvb0", "output.overwrite=true",
         "output.model=out/x", 'spark.conf."spark.executor.memory"=512m',
         "spark.conf.spark.executor.cores=2", 'spark.conf."spark.ui.enabled"=false',
-        "infer.input.format=uci"], ["spark.driver.memory=3g", "spark.hadoop.fs.x = a=b"])
+        "infer.input.format=uci", "infer.input.docword=d"],
+        ["spark.driver.memory=3g", "spark.hadoop.fs.x = a=b"])
     assert cfg["training"] == {"k": 12, "alpha": 0.5, "algorithm": "cvb0"}
     assert cfg["output"] == {"overwrite": True, "model": "out/x"}
     # keys under spark.conf are Spark properties by their full name, never nested tables
     assert cfg["spark"]["conf"] == {"spark.executor.memory": "512m", "spark.executor.cores": 2,
                                     "spark.ui.enabled": False, "spark.driver.memory": "3g",
                                     "spark.hadoop.fs.x": "a=b"}
-    assert cfg["infer"] == {"input": {"format": "uci"}}
+    assert cfg["infer"] == {"input": {"format": "uci", "docword": "d"}}
     assert flatten_spark_conf(cfg["spark"]["conf"])["spark.ui.enabled"] == "false"
     check_config(cfg)
 

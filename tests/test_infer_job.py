@@ -113,7 +113,10 @@ def test_infer_job_scores_every_document(spark, tmp_path):
 
 BAD = [
     ({"infer": {"output": "o"}}, "infer.model (or output.model) must name the model"),
-    ({"output": {"model": "m"}, "input": {"format": "uci"}}, "infer.output (the Parquet"),
+    ({"output": {"model": "m"}, "input": {"format": "uci", "docword": "d"}},
+     "infer.output (the Parquet"),
+    ({"output": {"model": "m"}, "infer": {"output": "o", "input": {"format": "text"}}},
+     "infer.input.format = 'text' needs infer.input.path."),
     ({"output": {"model": "m"}, "infer": {"output": "o", "vector_type": "list"}},
      "The 'infer.vector_type' parameter must be one of ['array', 'vector']. Got 'list'"),
     ({"output": {"model": "m"}, "infer": {"output": "o"}}, "[infer.input] or [input]"),
@@ -138,7 +141,8 @@ def test_bad_settings_fail_before_spark(cfg, message):
 
 def test_main_reports_bad_settings_without_starting_spark(capsys):
     code = infer_topics.main(["--set", "output.model=m", "--set", "infer.output=o",
-                              "--set", "infer.vector_type=list", "--set", "input.format=uci"])
+                              "--set", "infer.vector_type=list", "--set", "input.format=uci",
+                              "--set", "input.docword=d"])
     assert code == 2
     assert "error: The 'infer.vector_type' parameter" in capsys.readouterr().err
 

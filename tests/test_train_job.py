@@ -94,6 +94,9 @@ BAD_SETTINGS = [
     ("scoring.x=1", "Unknown configuration table(s) ['scoring']"),
     ("output.model=''", "output.model (the model directory to write) is required"),
     ("training.eval_every=2", "['training.eval_every'] and ['evaluation.eval_every'] are both"),
+    ("input.format=csv", "The 'input.format' parameter must be one of ['uci', 'text', 'json', "),
+    ("input.format=json", "input.format = 'json' needs input.path."),
+    ("spark.log_level=LOUD", "The 'spark.log_level' parameter must be one of ['ALL', "),
 ]
 
 

@@ -246,6 +246,21 @@ def _check_table(prefix: str, schema: dict, table) -> None:
             _check_value(name, kind, value)
 
 
+INPUT_FORMATS = {"uci": ("docword",), "text": ("path",), "json": ("path",),
+                 "parquet": ("path",)}
+LOG_LEVELS = ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN")
+
+
+def _check_input(prefix: str, table: dict) -> None:
+    fmt = table.get("format", "uci")
+    if fmt not in INPUT_FORMATS:
+        raise ConfigError(f"The '{prefix}.format' parameter must be one of "
+                          f"{list(INPUT_FORMATS)}. Got {fmt!r} instead.")
+    for key in INPUT_FORMATS[fmt]:
+        if not table.get(key):
+            raise ConfigError(f"{prefix}.format = {fmt!r} needs {prefix}.{key}.")
+
+
 def check_config(cfg: dict, tables=tuple(SCHEMA)) -> dict:
     """Refuse unknown tables (of ``tables``), unknown keys and values of the wrong type;
     returns ``cfg``. Raises :class:`ConfigError` naming the key."""
@@ -254,6 +269,14 @@ def check_config(cfg: dict, tables=tuple(SCHEMA)) -> dict:
         raise ConfigError(f"Unknown configuration table(s) {unknown}; known: {sorted(tables)}.")
     for name, table in cfg.items():
         _check_table(name, SCHEMA[name], table)
+    level = cfg.get("spark", {}).get("log_level", "WARN")
+    if level.upper() not in LOG_LEVELS:
+        raise ConfigError(f"The 'spark.log_level' parameter must be one of {list(LOG_LEVELS)}. "
+                          f"Got {level!r} instead.")
+    if cfg.get("input"):
+        _check_input("input", cfg["input"])
+    if cfg.get("infer", {}).get("input"):
+        _check_input("infer.input", cfg["infer"]["input"])
     both = sorted(set(cfg.get("training", {})) & set(cfg.get("evaluation", {})))
     if both:
         raise ConfigError(f"{[f'training.{k}' for k in both]} and "

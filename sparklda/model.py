@@ -125,6 +125,13 @@ class TopicModel:
             raise SparkLDAError(f"The model's priors are not finite (alpha={self.alpha}, "
                                 f"eta={self.eta}); the model is not saved.")
 
+    @staticmethod
+    def check_save_target(path: str, overwrite: bool = False, spark=None) -> None:
+        """Raise :class:`~sparklda.errors.ModelPathError` now if :meth:`save` to ``path``
+        would be refused (an existing model without ``overwrite``, a directory that is not
+        a sparklda model, a parent that is a file, a directory that cannot be written)."""
+        CommittedDir(path, FORMAT, spark).check_target(overwrite, "model", legacy=LEGACY_FILES)
+
     def save(self, path: str, overwrite: bool = False, spark=None) -> None:
         """Save to the directory ``path`` on any file system Spark reaches, atomically.
 

@@ -1,20 +1,18 @@
-"""jobs/infer_topics.py: load a model, score a corpus, write Parquet."""
+"""The scoring job (sparklda.cli.infer, jobs/infer_topics.py, sparklda-infer): load a model,
+score a corpus, write Parquet."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
+from sparklda.cli import infer as infer_topics
+from sparklda.errors import ModelPathError
 from sparklda.model import TopicModel
-from tests.helpers import ROOT
-
-sys.path.insert(0, os.path.join(ROOT, "jobs"))
-import infer_topics  # noqa: E402
 
 K, W = 3, 5  # planted topics, words per topic
 VOCAB = [f"w{i}" for i in range(K * W)]
@@ -95,8 +93,11 @@ def test_infer_job_scores_every_document(spark, tmp_path):
     direct = LDAModel(model).transform(spark.createDataFrame(rows, ["doc_id", "features"]))
     np.testing.assert_allclose(direct.head().topicDistribution.toArray(), theta[12], rtol=1e-6)
 
-    with pytest.raises(FileExistsError, match="already exists; set infer.overwrite = true"):
+    with pytest.raises(ModelPathError, match="already exists; set infer.overwrite = true"):
         infer_topics.run(spark, config(tmp_path, str(tmp_path / "model")))
+    # checked before anything is read: the model here does not exist
+    with pytest.raises(ModelPathError, match="infer.output .* already exists"):
+        infer_topics.run(spark, config(tmp_path, str(tmp_path / "no-model")))
 
     # an LDAModel directory, Spark ML vectors, overwriting the output
     LDAModel(model).save(str(tmp_path / "lda"))
@@ -112,13 +113,22 @@ def test_infer_job_scores_every_document(spark, tmp_path):
 
 BAD = [
     ({"infer": {"output": "o"}}, "infer.model (or output.model) must name the model"),
-    ({"output": {"model": "m"}, "input": {"format": "uci"}}, "infer.output (the Parquet"),
+    ({"output": {"model": "m"}, "input": {"format": "uci", "docword": "d"}},
+     "infer.output (the Parquet"),
+    ({"output": {"model": "m"}, "infer": {"output": "o", "input": {"format": "text"}}},
+     "infer.input.format = 'text' needs infer.input.path."),
     ({"output": {"model": "m"}, "infer": {"output": "o", "vector_type": "list"}},
      "The 'infer.vector_type' parameter must be one of ['array', 'vector']. Got 'list'"),
     ({"output": {"model": "m"}, "infer": {"output": "o"}}, "[infer.input] or [input]"),
     ({"output": {"model": "m"}, "infer": {"output": "o", "modle": "x"}},
-     "Unknown key(s) ['infer.modle']"),
+     "Unknown key(s) ['infer.modle'] in [infer]; known keys: ['input', 'model', 'output', "),
     ({"scoring": {}}, "Unknown configuration table(s) ['scoring']"),
+    ({"output": {"model": "m"}, "infer": {"output": "o", "overwrite": "yes"}},
+     "infer.overwrite must be a TOML boolean (true or false); got 'yes'"),
+    ({"output": {"model": "m"}, "infer": {"output": "o", "input": {"format": "uci", "x": 1}}},
+     "Unknown key(s) ['infer.input.x'] in [infer.input]"),
+    ({"output": {"model": "m"}, "infer": {"output": "o", "input": "docs.txt"}},
+     "[infer.input] must be a table; got infer.input = 'docs.txt'"),
 ]
 
 
@@ -131,7 +141,8 @@ def test_bad_settings_fail_before_spark(cfg, message):
 
 def test_main_reports_bad_settings_without_starting_spark(capsys):
     code = infer_topics.main(["--set", "output.model=m", "--set", "infer.output=o",
-                              "--set", "infer.vector_type=list", "--set", "input.format=uci"])
+                              "--set", "infer.vector_type=list", "--set", "input.format=uci",
+                              "--set", "input.docword=d"])
     assert code == 2
     assert "error: The 'infer.vector_type' parameter" in capsys.readouterr().err
 

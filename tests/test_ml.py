@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import uuid
 from contextlib import contextmanager
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from tests.helpers import KOS_DOCWORD, KOS_VOCAB
+from tests.helpers import kos_word_docs
 
 K = 4
-
-
-def kos_word_docs(first: int, last: int):
-    """[(doc id, [word, ...])] of KOS documents with ids in [first, last), each word repeated
-    by its count, read on the driver."""
-    with gzip.open(KOS_DOCWORD, "rt") as f:
-        for _ in range(3):
-            f.readline()
-        t = pd.read_csv(f, sep=" ", header=None, names=["d", "w", "c"])
-    with open(KOS_VOCAB) as f:
-        vocab = [line.strip() for line in f]
-    t = t[(t.d - 1 >= first) & (t.d - 1 < last)]
-    out = []
-    for d, g in t.groupby("d", sort=True):
-        words = [vocab[w - 1] for w, c in zip(g.w, g.c) for _ in range(int(c))]
-        out.append((int(d) - 1, words))
-    return out
 
 
 @pytest.fixture(scope="module")

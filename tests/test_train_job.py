@@ -1,60 +1,27 @@
-"""jobs/train_lda.py: from a TOML file to a model directory and metrics.json."""
+"""The training job (sparklda.cli.train, jobs/train_lda.py, sparklda-train): from a TOML
+file to a model directory and metrics.json."""
 
 from __future__ import annotations
 
 import json
-import re
 import os
-import subprocess
+import re
+import stat
 import sys
 
 import numpy as np
 import pytest
 
+from sparklda.cli import train
+from sparklda.cli.config import ConfigError, load_config
+from sparklda.errors import ModelPathError
 from sparklda.model import TopicModel
-from tests.helpers import KOS_DOCWORD, KOS_VOCAB, ROOT
-
-sys.path.insert(0, os.path.join(ROOT, "jobs"))
-import _common  # noqa: E402
-import train_lda  # noqa: E402
-
-JOB = os.path.join(ROOT, "jobs", "train_lda.py")
-
-
-def write_config(tmp_path, extra=""):
-    cfg = tmp_path / "job.toml"
-    cfg.write_text(f"""
-[spark]
-master = "local[2]"
-
-[spark.conf]
-"spark.ui.enabled" = "false"
-
-[input]
-format = "uci"
-docword = "{KOS_DOCWORD}"
-vocab = "{KOS_VOCAB}"
-
-[training]
-k = 8
-passes = 1
-minibatch_size = 1500
-seed = 1
-
-[evaluation]
-heldout_count = 100
-eval_every = 1
-
-[output]
-model = "{tmp_path / 'model'}"
-{extra}
-""")
-    return str(cfg)
+from tests.helpers import TRAIN_JOB, job_env, run, write_config
 
 
 def test_job_trains_from_toml_in_process(spark, tmp_path, capsys):
-    cfg = _common.load_config(write_config(tmp_path), ["training.passes=2"])
-    metrics = train_lda.run(spark, cfg)
+    cfg = load_config(write_config(tmp_path), ["training.passes=2"])
+    metrics = train.run(spark, cfg)
     out = capsys.readouterr().out
     assert "Top words of the 8 topics:" in out
     assert "held-out log-likelihood per token:" in out
@@ -70,52 +37,139 @@ def test_job_trains_from_toml_in_process(spark, tmp_path, capsys):
     assert {"round", "passes", "tokens_per_s", "rho"} <= set(rounds[0])
     assert "heldout_loglik" in rounds[0]
     assert saved["final"]["heldout_loglik"] == metrics["final"]["heldout_loglik"] < -7.0
+    # where it ran: the real master, the effective properties, who ran the tasks
+    assert saved["spark"]["master"] == spark.sparkContext.master == "local[2]"
+    assert saved["spark"]["properties"]["spark.master"] == "local[2]"
+    assert saved["spark"]["properties"]["spark.app.id"] == spark.sparkContext.applicationId
+    assert sum(e["completed_tasks"] for e in saved["spark"]["executors"]) > 0
     # a second run refuses to clobber the model unless told to
-    with pytest.raises(FileExistsError):
-        train_lda.run(spark, cfg)
+    with pytest.raises(ModelPathError, match="already exists; set output.overwrite = true"):
+        train.run(spark, cfg)
 
 
-def test_job_command_line_end_to_end(tmp_path):
-    """The real entry point in its own process (own SparkSession), as spark-submit runs it."""
+def _fake_interpreters(directory):
+    """`python3` and `python` that only leave a mark: the job must not run them."""
+    directory.mkdir()
+    for name in ("python3", "python"):
+        path = directory / name
+        path.write_text(f"#!/bin/sh\necho \"$@\" >> {directory / 'ran'}\nexit 1\n")
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def test_job_runs_by_interpreter_path_without_activated_environment(tmp_path):
+    """The real entry point in its own process, started as `/path/to/python jobs/...` with
+    no PYSPARK_PYTHON and another `python3` first on PATH: the local Python workers must
+    run the job's own interpreter."""
+    fake = tmp_path / "bin"
+    _fake_interpreters(fake)
+    env = job_env(PYSPARK_PYTHON=None, PYSPARK_DRIVER_PYTHON=None, SPARK_HOME=None,
+                  PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
     cfg = write_config(tmp_path)
-    out = subprocess.run([sys.executable, JOB, "--config", cfg, "--set", "training.k=5",
-                          "--set", f"output.metrics={tmp_path / 'm.json'}"],
-                         capture_output=True, text=True, timeout=300)
+    out = run([sys.executable, TRAIN_JOB, "--config", cfg, "--set", "training.k=5",
+               "--set", f"output.metrics={tmp_path / 'm.json'}"], env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert not (fake / "ran").exists(), (fake / "ran").read_text()
     assert "Top words of the 5 topics:" in out.stdout
-    assert re.search(r"round 1/3, 0.33 passes, \d+ tokens/s, step", out.stdout)  # progress per round
+    assert f"Python workers run {sys.executable}" in out.stdout
+    assert re.search(r"round 1/3, 0.33 passes, \d+ tokens/s, step", out.stdout)  # progress
     assert TopicModel.load(str(tmp_path / "model")).k == 5
-    assert json.loads((tmp_path / "m.json").read_text())["final"]["heldout_documents"] == 100
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["final"]["heldout_documents"] == 100
+    assert metrics["spark"]["master"] == "local[2]"
 
 
-@pytest.mark.parametrize("override,message", [
+BAD_SETTINGS = [
     ("training.k=1", "The 'k' parameter of LDA must be an int in the range [2, inf). Got 1"),
-    ("training.topics=5", "Unknown LDA parameter(s) ['topics']"),
-    ("output.model=''", None),
-])
-def test_job_rejects_bad_configuration_before_starting_spark(tmp_path, override, message):
-    cfg = write_config(tmp_path)
-    if message is None:
-        text = open(cfg).read().replace(f'model = "{tmp_path / "model"}"', "")
-        open(cfg, "w").write(text)
-        override, message = "training.k=3", "output.model (the model directory to write) is required"
-    out = subprocess.run([sys.executable, JOB, "--config", cfg, "--set", override],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2
-    assert message in out.stderr
-    assert "SparkContext" not in out.stderr + out.stdout
+    ("training.topics=5", "Unknown key(s) ['training.topics'] in [training]; known keys: ["),
+    ("output.overwrite=False",
+     "output.overwrite must be a TOML boolean (true or false); got 'False' (a string)"),
+    ("training.batch=yes", "training.batch must be a TOML boolean (true or false); got 'yes'"),
+    ("training.k.x=3",
+     "--set 'training.k.x=3': training.k is a value (8), not a table, so it has no key 'x'"),
+    ("input.fromat=uci", "Unknown key(s) ['input.fromat'] in [input]; known keys: ['docword',"),
+    ("spark.mastr=yarn", "Unknown key(s) ['spark.mastr'] in [spark]; known keys: ['app_name',"),
+    ("evaluation.passes=3", "Unknown key(s) ['evaluation.passes'] in [evaluation]"),
+    ("infer.outptu=x", "Unknown key(s) ['infer.outptu'] in [infer]"),
+    ("output.model=3", "output.model must be a string; got 3 (an integer)"),
+    ("scoring.x=1", "Unknown configuration table(s) ['scoring']"),
+    ("output.model=''", "output.model (the model directory to write) is required"),
+    ("training.eval_every=2", "['training.eval_every'] and ['evaluation.eval_every'] are both"),
+    ("input.format=csv", "The 'input.format' parameter must be one of ['uci', 'text', 'json', "),
+    ("input.format=json", "input.format = 'json' needs input.path."),
+    ("spark.log_level=LOUD", "The 'spark.log_level' parameter must be one of ['ALL', "),
+]
+
+
+@pytest.mark.parametrize("override,message", BAD_SETTINGS)
+def test_bad_settings_fail_before_spark_starts(tmp_path, override, message, capsys,
+                                              monkeypatch):
+    def no_spark(*a, **k):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr("sparklda.cli.job.build_session", no_spark)
+    assert train.main(["--config", write_config(tmp_path), "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
     assert not (tmp_path / "model").exists()
 
 
-def test_config_overrides_parse_toml_literals(tmp_path):
-    cfg = _common.load_config(write_config(tmp_path), [
-        "training.k=12", "training.alpha=0.5", "training.algorithm=cvb0", "spark.conf.x=\"y\""])
-    assert cfg["training"]["k"] == 12 and cfg["training"]["alpha"] == 0.5
-    assert cfg["training"]["algorithm"] == "cvb0" and cfg["spark"]["conf"]["x"] == "y"
-    with pytest.raises(SystemExit, match="--set expects SECTION.KEY=VALUE"):
-        _common.load_config(None, ["k=3"])
-    with pytest.raises(SystemExit, match="does not exist"):
-        _common.load_config(str(tmp_path / "nope.toml"), [])
+def test_bad_settings_exit_2_from_the_command_line(tmp_path):
+    out = run([sys.executable, TRAIN_JOB, "--config", write_config(tmp_path),
+               "--set", "output.overwrite=False"], timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].startswith("error: output.overwrite must be a "
+                                                          "TOML boolean")
+    assert "SparkContext" not in out.stderr + out.stdout
+
+
+def _unwritable(tmp_path) -> str:
+    """A directory this process cannot create anything in (root ignores permissions)."""
+    if os.geteuid() == 0:
+        return "/proc"
+    d = tmp_path / "readonly"
+    d.mkdir()
+    d.chmod(0o500)
+    return str(d)
+
+
+def test_outputs_are_checked_before_the_corpus_is_read(spark, tmp_path):
+    """Unusable outputs fail before any work: the corpus here does not even exist."""
+    base = ["input.docword=/nonexistent/docword.txt.gz", "input.vocab=/nonexistent/vocab.txt"]
+    cfg_path = write_config(tmp_path)
+
+    (tmp_path / "model").mkdir()
+    with pytest.raises(ModelPathError, match=r"output.model '.*model' already exists; set "
+                                             r"output.overwrite = true"):
+        train.run(spark, load_config(cfg_path, base))
+
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ModelPathError, match=r"a-file' is a file, not a directory"):
+        train.run(spark, load_config(cfg_path, base + [
+            f"output.model={tmp_path / 'a-file' / 'sub' / 'model'}"]))
+
+    locked = _unwritable(tmp_path)
+    with pytest.raises(ModelPathError, match=rf"directory '{locked}' is not writable"):
+        train.run(spark, load_config(cfg_path, base + [f"output.model={locked}/x/model"]))
+
+    (tmp_path / "metrics-dir").mkdir()
+    with pytest.raises(ModelPathError, match=r"output.metrics '.*metrics-dir' is a directory"):
+        train.run(spark, load_config(cfg_path, base + [
+            "output.overwrite=true", f"output.metrics={tmp_path / 'metrics-dir'}"]))
+
+    # with the outputs fine, the job gets as far as the (missing) corpus
+    with pytest.raises(Exception, match="nonexistent"):
+        train.run(spark, load_config(cfg_path, base + ["output.overwrite=true"]))
+
+
+def test_config_file_errors(tmp_path):
+    with pytest.raises(ConfigError, match="--set expects SECTION.KEY=VALUE"):
+        load_config(None, ["k=3"])
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(str(tmp_path / "nope.toml"), [])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[training\nk = 3\n")
+    with pytest.raises(ConfigError, match="bad.toml"):
+        load_config(str(bad), [])
 
 
 def test_java_check_says_so_plainly(monkeypatch, tmp_path):
@@ -141,12 +195,12 @@ def test_job_trains_from_json_lines_text(spark, tmp_path):
     lines.append(json.dumps({"id": 60, "text": ""}))
     path = tmp_path / "docs.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    cfg = _common.load_config(write_config(tmp_path), [
+    cfg = load_config(write_config(tmp_path), [
         "input.format=json", f"input.path={path}", "input.id_col=id", "input.min_df=2",
         "training.k=2", "training.passes=30", "training.minibatch_size=20",
         "training.s_phi=5.0", "training.tau_phi=10.0", "evaluation.heldout_count=6",
         "evaluation.eval_every=0"])
-    metrics = train_lda.run(spark, cfg)
+    metrics = train.run(spark, cfg)
     model = TopicModel.load(str(tmp_path / "model"))
     assert sorted(model.vocab) == sorted(groups[0] + groups[1])  # stop words removed
     assert metrics["report"]["corpus"]["empty_documents_skipped"] == 1

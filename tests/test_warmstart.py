@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import sys
 from collections import Counter
 
 import numpy as np
@@ -15,7 +14,7 @@ from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from sparklda.warmstart import align_initial, merge_vocabularies, project_to_vocabulary
 from tests.helpers import ROOT
-from tests.test_ml import kos_word_docs
+from tests.helpers import kos_word_docs
 
 K = 6
 
@@ -174,9 +173,8 @@ def write_uci(directory, docs, vocab):
 
 @pytest.mark.slow
 def test_train_job_warm_starts_from_conf_warmstart(spark, tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "jobs"))
-    import _common
-    import train_lda
+    from sparklda.cli import train as train_lda
+    from sparklda.cli.config import load_config
 
     docs_a, docs_b = kos_word_docs(0, 200), kos_word_docs(200, 400)
     vocab_a = sorted({w for _, ws in docs_a for w in ws})
@@ -185,7 +183,7 @@ def test_train_job_warm_starts_from_conf_warmstart(spark, tmp_path):
     dw_b, v_b = write_uci(tmp_path / "b", docs_b, vocab_b)
 
     conf = os.path.join(ROOT, "conf", "warmstart.toml")
-    first = _common.load_config(conf, [
+    first = load_config(conf, [
         f"input.docword={dw_a}", f"input.vocab={v_a}", f"output.model={tmp_path / 'm1'}",
         f"training.k={K}", "training.passes=1", "training.minibatch_size=100",
         "evaluation.heldout_count=20"])
@@ -194,7 +192,7 @@ def test_train_job_warm_starts_from_conf_warmstart(spark, tmp_path):
     m1 = TopicModel.load(str(tmp_path / "m1"))
     assert m1.vocab == vocab_a
 
-    second = _common.load_config(conf, [
+    second = load_config(conf, [
         f"input.docword={dw_b}", f"input.vocab={v_b}", f"output.model={tmp_path / 'm2'}",
         f"output.metrics={tmp_path / 'metrics2.json'}", f"training.initial_model={tmp_path / 'm1'}",
         f"training.k={K}", "training.passes=1", "training.minibatch_size=100",

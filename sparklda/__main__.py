@@ -1,0 +1,8 @@
+"""``python -m sparklda train|infer|compare ...`` (see :mod:`sparklda.cli`)."""
+
+import sys
+
+from sparklda.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Score documents with a trained model, writing each one's topic distribution to Parquet.
+
+``sparklda-infer --config my.toml`` or
+``spark-submit jobs/infer_topics.py --config conf/warmstart.toml``
+
+Loads the model named by ``infer.model`` (default: ``output.model``, the
+training job's output; a TopicModel, LDAModel or PipelineModel directory),
+reads the documents of ``[infer.input]`` (default: ``[input]``; any input
+format of the training job), matches their terms to the model's vocabulary
+by name (terms the model does not know are dropped and counted), infers each
+document's topic distribution on the executors with the topics fixed, and
+writes Parquet to ``infer.output``: ``doc_id`` (long) and
+``topicDistribution`` (array<double> of K values summing to one, or a Spark
+ML vector with ``infer.vector_type = "vector"``). Documents with no known
+term get the uniform distribution 1/K.
+
+``doc_id`` is the document's id in its input: the UCI docID (1-based, as in
+the file), the ``input.id_col`` value, or else the row number (0-based).
+
+Configuration (``[infer]``)::
+
+    model = "out/kos-scvb0"            # default: output.model
+    output = "out/kos-topics.parquet"  # required
+    overwrite = true                   # default false
+    vector_type = "array"              # "array" (default) or "vector"
+    [infer.input]                      # default: the [input] table
+    format = "uci"
+    docword = "sample:kos/docword.txt.gz"
+    vocab = "sample:kos/vocab.txt"
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..api import source_from_config
+from ..corpus import DocSource
+from ..ml import load_topic_model
+from ..warmstart import project_to_vocabulary
+from .config import ConfigError, check_config, input_settings
+from .job import check_output, job_main
+
+log = logging.getLogger("sparklda.job")
+
+DESCRIPTION = "Score documents with a trained LDA model, writing topic distributions to Parquet."
+VECTOR_TYPES = ("array", "vector")
+
+
+def settings_from_config(cfg: dict) -> dict:
+    """The job's settings, checked before Spark starts (raises ValueError)."""
+    check_config(cfg)
+    infer = cfg.get("infer", {})
+    model = infer.get("model") or cfg.get("output", {}).get("model")
+    if not model:
+        raise ConfigError("infer.model (or output.model) must name the model directory to "
+                          "load.")
+    if not infer.get("output"):
+        raise ConfigError("infer.output (the Parquet directory to write) is required.")
+    vector_type = infer.get("vector_type", "array")
+    if vector_type not in VECTOR_TYPES:
+        raise ConfigError(f"The 'infer.vector_type' parameter must be one of "
+                          f"{list(VECTOR_TYPES)}. Got {vector_type!r} instead.")
+    input_cfg = infer.get("input") or cfg.get("input")
+    if not input_cfg:
+        raise ConfigError("[infer.input] or [input] must name the documents to score.")
+    return {"model": model, "output": infer["output"], "overwrite": infer.get("overwrite", False),
+            "vector_type": vector_type, "input": input_settings(input_cfg)}
+
+
+def score(spark, model, source, id_offset: int = 0):
+    """(DataFrame of ``doc_id`` and ``topicDistribution`` (vector) for every document of
+    ``source`` (a :class:`~sparklda.corpus.DocSource`), tokens of terms the model does not
+    know, cached RDDs to unpersist once the DataFrame is written)."""
+    from pyspark import StorageLevel
+    from pyspark.ml.linalg import SparseVector, VectorUDT
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    sc = spark.sparkContext
+    raw = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
+    source = DocSource(raw, source.vocab_size, source.vocab, source.what, source.declared_docs)
+    docs = project_to_vocabulary(source, model.vocab, model.vocab_size).rdd.persist(
+        StorageLevel.MEMORY_AND_DISK)
+    tokens = raw.map(lambda d: float(np.sum(d[2]))).sum()
+    unknown = tokens - docs.map(lambda d: float(np.sum(d[2]))).sum()
+    if source.declared_docs:  # UCI: documents without any entry are still documents
+        missing = sc.range(source.declared_docs).subtract(docs.map(lambda d: d[0]))
+        docs = docs.union(missing.map(lambda i: (i, [], [])))
+    v = model.vocab_size
+
+    def to_row(d):
+        return int(d[0]) + id_offset, SparseVector(v, [int(t) for t in d[1]],
+                                                   [float(c) for c in d[2]])
+
+    schema = StructType([StructField("doc_id", LongType(), False),
+                         StructField("features", VectorUDT(), True)])
+    vectors = spark.createDataFrame(docs.map(to_row), schema)
+    return model.transform(vectors).drop("features"), unknown, (raw, docs)
+
+
+def run(spark, cfg: dict) -> dict:
+    """Score as ``cfg`` says; returns the report (also written as ``_report.json`` beside the
+    Parquet files when the output is a local path)."""
+    from pyspark.ml.functions import vector_to_array
+
+    s = settings_from_config(cfg)
+    output = check_output(spark, s["output"], "infer.output", s["overwrite"])
+    started = time.time()
+    model = load_topic_model(s["model"], spark)
+    log.info("model %s: k=%d, %d terms", s["model"], model.k, model.vocab_size)
+    source = source_from_config(spark, s["input"])
+    id_offset = 1 if s["input"].get("format", "uci") == "uci" else 0
+    scored, unknown, cached = score(spark, model, source, id_offset)
+    if s["vector_type"] == "array":
+        scored = scored.withColumn("topicDistribution", vector_to_array("topicDistribution"))
+    try:
+        scored.write.mode("overwrite" if s["overwrite"] else "errorifexists").parquet(
+            s["output"])
+    finally:
+        for rdd in cached:
+            rdd.unpersist()
+    written = spark.read.parquet(s["output"]).count()
+    report = {"model": s["model"], "input": s["input"], "output": s["output"], "k": model.k,
+              "documents": written, "unknown_term_tokens": unknown,
+              "wall_seconds": time.time() - started, "master": spark.sparkContext.master}
+    if "://" not in output:
+        with open(os.path.join(output, "_report.json"), "w") as f:
+            json.dump(report, f, indent=1, default=str)
+    print(f"scored {written} documents with {model.k} topics -> {s['output']} "
+          f"({unknown:.0f} tokens of terms unknown to the model dropped)")
+    return report
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """``sparklda-infer``: bad settings fail before Spark starts (exit 2)."""
+    return job_main(argv, DESCRIPTION, settings_from_config, run, "sparklda-infer", prog)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""What every job shares: the command line, logging, the Java check, output checks, main.
+
+A job is ``check(cfg)`` (pure: runs before Spark starts) and ``run(spark, cfg)``.
+:func:`job_main` parses the command line, loads and checks the configuration,
+checks Java, builds the session (:mod:`sparklda.cli.session`), runs and stops
+the session. Bad settings or input print ``error: ...`` on stderr and return 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+
+from .._java import java_problem
+from ..errors import ModelPathError
+from .config import load_config, shipped_config, shipped_configs
+from .session import build_session
+
+log = logging.getLogger("sparklda.job")
+
+
+def base_parser(description: str, prog: str | None = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--config", help="TOML configuration file (--print-config NAME prints a "
+                                    "shipped example)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one configuration value, a TOML literal (a bare word is a "
+                        "string; booleans are true/false), e.g. --set training.k=50 "
+                        "--set output.overwrite=true")
+    p.add_argument("--conf-set", action="append", default=[], metavar="PROPERTY=VALUE",
+                   help="set a Spark property by its full name, as [spark.conf] does, e.g. "
+                        "--conf-set spark.executor.memory=2g (spark-submit's own settings "
+                        "still win)")
+    p.add_argument("--master", help="Spark master when run with plain python (default: the "
+                                    "config's [spark] master, else local[2]); under "
+                                    "spark-submit its --master decides")
+    p.add_argument("--print-config", metavar="NAME",
+                   help=f"print the shipped example configuration NAME (one of "
+                        f"{shipped_configs()}) and exit, e.g. --print-config local > my.toml")
+    p.add_argument("--log-level", default="INFO")
+    return p
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def error(message) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def print_config(name: str) -> int:
+    try:
+        text = shipped_config(name)
+    except ValueError as e:
+        return error(e)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Outputs: checked once Spark is up (paths resolve against its default file
+# system) and before the corpus is read
+
+
+def _location(spark, path: str, key: str) -> tuple[str, str, object]:
+    """(scheme, path, Hadoop file system) of ``path`` as Spark resolves it: ``file`` and a
+    local path, or the scheme and the qualified URI."""
+    from py4j.protocol import Py4JError
+
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    try:
+        jpath = jvm.org.apache.hadoop.fs.Path(path)
+        fs = jpath.getFileSystem(sc._jsc.hadoopConfiguration())
+        qualified = fs.makeQualified(jpath)
+    except Py4JError as e:  # no file system for the scheme, a bad URI
+        text = str(e).strip().splitlines()
+        raise ModelPathError(f"{key} {path!r} cannot be used: "
+                             f"{text[-1] if text else type(e).__name__}") from None
+    uri = qualified.toUri()
+    scheme = uri.getScheme() or "file"
+    return scheme, (uri.getPath() if scheme == "file" else qualified.toString()), fs
+
+
+def _nearest_existing(path: str) -> str:
+    parent = os.path.dirname(os.path.abspath(path).rstrip("/")) or "/"
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    return parent
+
+
+def check_local_output(path: str, key: str, overwrite: bool | None) -> None:
+    """Refuse a local output path that exists (unless ``overwrite``; None: a file written
+    in place), whose parent is a file, or whose directory cannot be written."""
+    if os.path.exists(path):
+        if overwrite is False:
+            table = key.split(".")[0]
+            raise ModelPathError(f"{key} {path!r} already exists; set {table}.overwrite = true "
+                                 f"to replace it.")
+        if overwrite is None and os.path.isdir(path):
+            raise ModelPathError(f"{key} {path!r} is a directory; it must name a file.")
+    parent = _nearest_existing(path)
+    if not os.path.isdir(parent):
+        raise ModelPathError(f"{key} {path!r} cannot be written: {parent!r} is a file, not a "
+                             f"directory.")
+    try:  # as the writer will: os.access says yes to root even on a read-only file system
+        os.rmdir(tempfile.mkdtemp(prefix=".sparklda-write-check-", dir=parent))
+    except OSError as e:
+        raise ModelPathError(f"{key} {path!r} cannot be written: directory {parent!r} is not "
+                             f"writable ({e.strerror}).") from None
+
+
+def check_output(spark, path: str, key: str, overwrite: bool) -> str:
+    """Check an output directory before any work (see :func:`check_local_output`; on other
+    file systems: exists, parent is a file). Returns the path as Spark resolves it."""
+    scheme, where, fs = _location(spark, path, key)
+    if scheme == "file":
+        check_local_output(where, key, overwrite)
+        return where
+    jvm = spark.sparkContext._jvm
+    jpath = jvm.org.apache.hadoop.fs.Path(where)
+    if fs.exists(jpath) and not overwrite:
+        table = key.split(".")[0]
+        raise ModelPathError(f"{key} {path!r} already exists; set {table}.overwrite = true to "
+                             f"replace it.")
+    parent = jpath.getParent()
+    while parent is not None and not fs.exists(parent):
+        parent = parent.getParent()
+    if parent is not None and fs.getFileStatus(parent).isFile():
+        raise ModelPathError(f"{key} {path!r} cannot be written: {parent.toString()!r} is a "
+                             f"file, not a directory.")
+    return where
+
+
+# --------------------------------------------------------------------------
+# main
+
+
+def job_main(argv, description: str, check, run, app_name: str, prog: str | None = None) -> int:
+    """A job's ``main``: parse the command line, load the configuration, check it with
+    ``check(cfg)`` before Spark starts, then ``run(spark, cfg)``. Bad settings or input
+    print ``error: ...`` and return 2; the session is always stopped."""
+    args = base_parser(description, prog).parse_args(argv)
+    if args.print_config:
+        return print_config(args.print_config)
+    setup_logging(args.log_level)
+    try:
+        cfg = load_config(args.config, args.set, args.conf_set)
+        check(cfg)
+    except ValueError as e:
+        return error(e)
+    problem = java_problem()
+    if problem:
+        return error(problem)
+    spark = build_session(cfg, args.master, app_name)
+    try:
+        run(spark, cfg)
+    except (ValueError, FileExistsError, FileNotFoundError) as e:
+        return error(e)
+    finally:
+        spark.stop()
+    return 0

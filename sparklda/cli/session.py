@@ -1,0 +1,241 @@
+"""The jobs' SparkSession: who decides the master and the Spark properties.
+
+Precedence, highest first:
+
+1. What Spark's launcher resolved. Under ``spark-submit`` that is its
+   command line (``--master``, ``--deploy-mode``, ``--conf``,
+   ``--executor-memory``, ``--driver-memory``, ``--py-files``, ``--archives``,
+   ...), its ``--properties-file`` and the cluster's ``spark-defaults.conf``.
+   With plain ``python`` it is ``PYSPARK_SUBMIT_ARGS`` (``--master``,
+   ``--conf``), when set.
+2. The configuration: ``[spark.conf]`` (also ``--conf-set PROPERTY=VALUE``
+   and ``--set spark.conf."PROPERTY"=VALUE``) and ``[spark] app_name``.
+3. The jobs' defaults (:data:`DEFAULT_PROPERTIES`).
+
+The master: under spark-submit always spark-submit's. With plain python the
+job's ``--master`` option, else ``[spark] master``, else ``local[2]``
+(``PYSPARK_SUBMIT_ARGS --master`` beats all three).
+
+How: a spark-submit'ed driver finds the launcher's JVM (the Py4J gateway,
+``PYSPARK_GATEWAY_PORT``) already running with the resolved properties as
+system properties. :func:`build_session` connects to it, reads them
+(``SparkConf()``), and hands the builder only the configuration's
+properties that are not set there; the master is never set. With plain
+python it launches the gateway itself with the configuration's properties
+as ``--conf`` arguments placed before ``PYSPARK_SUBMIT_ARGS``, which
+therefore win, exactly as they would on a spark-submit command line.
+Properties of the driver JVM (``spark.driver.memory``, ...) cannot change
+once spark-submit has started it: the configuration's values for them are
+reported and skipped.
+
+Python workers: in local mode, when neither ``PYSPARK_PYTHON`` nor
+``spark.pyspark.python`` is set, the workers run this interpreter
+(``sys.executable``), so a job started as ``/path/to/venv/bin/python ...``
+without an activated venv finds its own packages.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import tempfile
+import zipfile
+
+from .config import flatten_spark_conf
+
+log = logging.getLogger("sparklda.job")
+
+DEFAULT_MASTER = "local[2]"
+#: Set unless spark-submit or the configuration says otherwise. Round results (sparse
+#: N̂^Φ rows, a few MB per task) go straight back to the driver instead of through the
+#: block manager (Spark's default cut-off is 1 MB).
+DEFAULT_PROPERTIES = {"spark.ui.showConsoleProgress": "false",
+                      "spark.task.maxDirectResultSize": "64m"}
+#: Properties of the driver JVM: fixed once spark-submit has started it.
+DRIVER_JVM_PROPERTIES = ("spark.driver.memory", "spark.driver.extraJavaOptions",
+                         "spark.driver.extraClassPath", "spark.driver.extraLibraryPath",
+                         "spark.driver.defaultJavaOptions")
+#: Spark's own default of ``spark.redaction.regex``.
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key"
+REDACTED = "*********(redacted)"
+
+
+def launched_by_spark_submit() -> bool:
+    """Whether this Python process is a driver started by ``spark-submit``: its launcher
+    JVM is already running and passed its Py4J gateway in the environment."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _launch_gateway(properties: dict[str, str]) -> None:
+    """Start the driver JVM with ``properties`` as spark-submit ``--conf`` arguments
+    (``PYSPARK_SUBMIT_ARGS`` follow them, so its settings win)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.find_spark_home import _find_spark_home
+
+    # bin/spark-submit otherwise runs `python3` from PATH to find SPARK_HOME
+    os.environ.setdefault("SPARK_HOME", _find_spark_home())
+    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(
+        list(properties.items())))
+
+
+def _jvm_properties() -> dict[str, str]:
+    """The Spark properties the running launcher JVM holds (its system properties)."""
+    from pyspark import SparkConf
+
+    return dict(SparkConf().getAll())
+
+
+def _worker_python(properties: dict[str, str]) -> None:
+    """Point the Python workers at an interpreter unless ``PYSPARK_PYTHON`` names one:
+    ``spark.pyspark.python`` when set (pyspark itself reads only the environment
+    variable), else, in local mode, this interpreter."""
+    if os.environ.get("PYSPARK_PYTHON"):
+        return
+    if properties.get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = properties["spark.pyspark.python"]
+    elif properties.get("spark.master", "").startswith("local"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        log.info("Python workers run %s (local mode, PYSPARK_PYTHON not set)", sys.executable)
+
+
+def plan_properties(cfg: dict, master: str | None, app_name: str, given: dict[str, str] | None,
+                    submitted: bool, script: str | None = None) -> tuple[dict, dict]:
+    """(properties to hand the builder, properties of the configuration that lost to the
+    launcher's) for configuration ``cfg``. ``given`` holds the launcher's properties (None:
+    the launcher has not run yet), ``submitted`` whether spark-submit started this driver,
+    ``script`` its main file (spark-submit names the application after it unless --name)."""
+    spark_cfg = cfg.get("spark", {})
+    wanted = {**DEFAULT_PROPERTIES, **flatten_spark_conf(spark_cfg.get("conf", {}))}
+    name = spark_cfg.get("app_name", app_name)
+    if not submitted:
+        wanted["spark.master"] = master or spark_cfg.get("master") or DEFAULT_MASTER
+        wanted["spark.app.name"] = name
+        if given is None:
+            return wanted, {}
+    given = given or {}
+    apply, lost = {}, {}
+    if submitted and given.get("spark.app.name") in (None, script):
+        apply["spark.app.name"] = name  # spark-submit's default name: the main file's
+    for key, value in wanted.items():
+        if key in given:
+            if given[key] != value:
+                lost[key] = value
+        elif submitted and key in DRIVER_JVM_PROPERTIES:
+            lost[key] = value
+        else:
+            apply[key] = value
+    return apply, lost
+
+
+def build_session(cfg: dict, master: str | None = None, app_name: str = "sparklda"):
+    """The job's SparkSession for configuration ``cfg`` (its ``[spark]`` table), with the
+    precedence described in this module's docstring. ``master`` is the job's ``--master``
+    option (ignored under spark-submit). Ships the sparklda package to the executors
+    when the master is not local (``[spark] ship_package = false`` turns that off)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    spark_cfg = cfg.get("spark", {})
+    submitted = launched_by_spark_submit()
+    if SparkContext._active_spark_context is not None:
+        log.warning("a SparkContext is already running (master %s); the configuration's "
+                    "[spark] settings are not applied",
+                    SparkContext._active_spark_context.master)
+        return SparkSession.builder.getOrCreate()
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if submitted:
+        if master:
+            log.warning("--master %s ignored: under spark-submit its --master decides", master)
+        SparkContext._ensure_initialized()  # the gateway spark-submit started
+        given = _jvm_properties()
+        apply, lost = plan_properties(cfg, master, app_name, given, True, script)
+        if spark_cfg.get("master"):
+            log.info("[spark] master = %r applies only to plain python; spark-submit's "
+                     "master is %s", spark_cfg["master"], given.get("spark.master"))
+    elif SparkContext._gateway is None:
+        _launch_gateway(plan_properties(cfg, master, app_name, None, False)[0])
+        given = _jvm_properties()
+        apply, lost = plan_properties(cfg, master, app_name, given, False)
+    else:  # the JVM of an earlier, stopped session of this process: the configuration wins
+        given = _jvm_properties()
+        apply, lost = plan_properties(cfg, master, app_name, None, False)
+    for key, value in sorted(lost.items()):
+        if key in DRIVER_JVM_PROPERTIES and key not in given:
+            log.warning("%s = %s from the configuration is not applied: the driver JVM is "
+                        "already running; pass it to spark-submit (e.g. --driver-memory)",
+                        key, value)
+        else:
+            log.info("%s = %s from %s wins over %s from the configuration", key, given[key],
+                     "spark-submit" if submitted else "PYSPARK_SUBMIT_ARGS", value)
+    builder = SparkSession.builder
+    for key, value in apply.items():
+        builder = builder.config(key, value)
+    _worker_python({**given, **apply})
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(spark_cfg.get("log_level", "WARN"))
+    if spark_cfg.get("ship_package", True):
+        ship_package(spark)
+    return spark
+
+
+def effective_properties(spark) -> dict[str, str]:
+    """The Spark properties the session really runs with (``sc.getConf()``), values of
+    secret-looking keys or values (Spark's ``spark.redaction.regex``) redacted."""
+    props = dict(spark.sparkContext.getConf().getAll())
+    pattern = re.compile(props.get("spark.redaction.regex", REDACTION_REGEX))
+    return {k: (REDACTED if pattern.search(k) or pattern.search(v) else v)
+            for k, v in sorted(props.items())}
+
+
+def executor_summary(spark) -> list[dict]:
+    """Every executor of the application so far (and the driver), with the number of tasks
+    it ran, from Spark's status store (kept whether or not the UI is enabled)."""
+    from py4j.protocol import Py4JError
+
+    jsc = spark.sparkContext._jsc.sc()
+    try:
+        jsc.listenerBus().waitUntilEmpty()
+    except Py4JError as e:  # an internal API: counts may then lag by the last few events
+        log.debug("could not wait for Spark's listener bus: %s", e)
+    executors = jsc.statusStore().executorList(False)
+    out = []
+    for i in range(executors.size()):
+        e = executors.apply(i)
+        out.append({"id": e.id(), "host_port": e.hostPort(), "active": e.isActive(),
+                    "total_tasks": e.totalTasks(), "completed_tasks": e.completedTasks(),
+                    "failed_tasks": e.failedTasks()})
+    return out
+
+
+_ZIPPED: dict[str, str] = {}
+
+
+def ship_package(spark) -> str | None:
+    """On a cluster, send the sparklda package to the executors (``addPyFile`` of a zip of
+    its Python files, as ``--py-files`` would); returns the zip's path. Nothing to do in
+    local mode, or when sparklda was itself imported from a zip (``--py-files``)."""
+    sc = spark.sparkContext
+    if sc.master.startswith("local"):
+        return None
+    import sparklda
+
+    pkg = os.path.dirname(os.path.abspath(sparklda.__file__))
+    if not os.path.isdir(pkg):
+        log.info("sparklda is imported from %s; not shipping it again", pkg)
+        return None
+    path = _ZIPPED.get(pkg)
+    if path is None or not os.path.exists(path):
+        path = os.path.join(tempfile.mkdtemp(prefix="sparklda-"), "sparklda.zip")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for root, dirs, names in os.walk(pkg):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(names):
+                    if name.endswith(".py"):
+                        full = os.path.join(root, name)
+                        z.write(full, os.path.relpath(full, os.path.dirname(pkg)))
+        _ZIPPED[pkg] = path
+    sc.addPyFile(path)
+    log.info("shipped %s to the executors as %s", pkg, path)
+    return path

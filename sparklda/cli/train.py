@@ -1,0 +1,133 @@
+"""Train an LDA model: ``sparklda-train --config my.toml`` or
+``spark-submit jobs/train_lda.py --config conf/local.toml``.
+
+Reads the corpus named in ``[input]``, trains with ``[training]`` (any mode),
+evaluates on held-out documents (``[evaluation]``), saves the model to
+``output.model`` (written atomically) and writes ``metrics.json`` beside it
+(``output.metrics``), with the master the job ran on, the effective Spark
+properties and the executors that ran its tasks. Prints the top words of each
+topic and the held-out quality.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from ..api import fit, source_from_config
+from ..ml import load_topic_model
+from ..model import TopicModel
+from ..params import TrainParams
+from .config import ConfigError, check_config, input_settings, train_params
+from .job import check_local_output, check_output, job_main
+from .session import effective_properties, executor_summary
+
+log = logging.getLogger("sparklda.job")
+
+DESCRIPTION = "Train an LDA topic model on Spark as a TOML configuration says."
+
+
+@dataclass
+class TrainSettings:
+    params: TrainParams
+    input: dict
+    model: str
+    metrics: str | None
+    overwrite: bool
+    initial_model: str | None
+    top_terms: int
+
+
+def check(cfg: dict) -> TrainSettings:
+    """The job's settings from ``cfg``, checked before Spark starts (raises ValueError)."""
+    check_config(cfg)
+    out = cfg.get("output", {})
+    if not out.get("model"):
+        raise ConfigError("output.model (the model directory to write) is required.")
+    if not cfg.get("input"):
+        raise ConfigError("[input] must name the corpus to train on (e.g. format = \"uci\" "
+                          "and docword = \"sample:kos/docword.txt.gz\").")
+    top_terms = out.get("top_terms", 10)
+    if top_terms < 1:
+        raise ConfigError(f"output.top_terms must be at least 1; got {top_terms}.")
+    return TrainSettings(
+        params=train_params(cfg), input=input_settings(cfg["input"]), model=out["model"],
+        metrics=out.get("metrics"), overwrite=out.get("overwrite", False),
+        initial_model=cfg.get("training", {}).get("initial_model"), top_terms=top_terms)
+
+
+def check_outputs(spark, s: TrainSettings) -> str:
+    """Refuse unusable outputs before any work; returns the metrics.json path."""
+    model = check_output(spark, s.model, "output.model", s.overwrite)
+    TopicModel.check_save_target(s.model, s.overwrite, spark)
+    if s.metrics:
+        metrics = s.metrics
+    elif "://" not in model:  # a local model directory: metrics.json beside it
+        metrics = os.path.join(os.path.dirname(os.path.abspath(model.rstrip("/"))),
+                               "metrics.json")
+    else:
+        metrics = "metrics.json"
+    check_local_output(metrics, "output.metrics", None)
+    return metrics
+
+
+def run(spark, cfg: dict) -> dict:
+    """Train as ``cfg`` says; returns the metrics written to metrics.json."""
+    s = check(cfg)
+    metrics_path = check_outputs(spark, s)
+    initial = None
+    if s.initial_model:  # TopicModel, LDAModel or PipelineModel directory
+        initial = load_topic_model(s.initial_model, spark)
+        log.info("warm start from %s (k=%d, %d terms)", initial.metadata.get("mode"), initial.k,
+                 initial.vocab_size)
+
+    started = time.time()
+    source = source_from_config(spark, s.input)
+    result = fit(source, s.params, initial_model=initial)
+    model = result.model
+    model.save(s.model, overwrite=s.overwrite)
+    final = result.evaluations[-1] if result.evaluations else None
+    sc = spark.sparkContext
+    metrics = {
+        "command": " ".join(sys.argv), "started": started, "wall_seconds": time.time() - started,
+        "params": s.params.to_dict(), "input": s.input, "model": s.model,
+        "initial_model": s.initial_model,
+        "report": result.report, "final": final, "evaluations": result.evaluations,
+        "rounds": result.rounds,
+        "spark": {"master": sc.master, "version": spark.version, "app_id": sc.applicationId,
+                  "default_parallelism": sc.defaultParallelism,
+                  "properties": effective_properties(spark),
+                  "executors": executor_summary(spark)},
+        "topics": model.describe_topics(10),
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
+    tmp = metrics_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(metrics, f, indent=1, default=str)
+    os.replace(tmp, metrics_path)
+
+    print(f"\nTop words of the {model.k} topics:")
+    print(model.format_topics(s.top_terms))
+    c = result.report["corpus"]
+    print(f"\ncorpus: {c['training_documents']} training documents, {c['heldout_documents']} "
+          f"held out, {c['empty_documents_skipped']} empty documents skipped")
+    print(f"trained {s.params.algorithm} K={s.params.k} for {result.report['rounds']} rounds "
+          f"in {result.report['train_seconds']:.1f} s (corpus build included) on {sc.master}")
+    if final:
+        print(f"held-out log-likelihood per token: {final['heldout_loglik']:.4f} "
+              f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents")
+    print(f"model: {s.model}\nmetrics: {metrics_path}")
+    return metrics
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """``sparklda-train``: bad settings fail before Spark starts (exit 2)."""
+    return job_main(argv, DESCRIPTION, check, run, "sparklda-train", prog)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The installed wheel: built from the repository, installed into a fresh venv, run by
+its console scripts on the shipped corpus and configuration (no checkout, no PYTHONPATH)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import zipfile
+
+import pytest
+
+from tests.helpers import ROOT, job_env, run
+
+pytestmark = pytest.mark.slow
+
+IGNORE = shutil.ignore_patterns(".git", "build", "dist", "out", "*.egg-info", "__pycache__",
+                                ".pytest_cache", ".ruff_cache", "*.pyc")
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    """(venv directory, wheel path): the wheel built from a copy of the repository (the
+    build writes build/ and *.egg-info beside the sources), installed without its
+    dependencies into a venv that sees the system's pyspark, numpy, numba..."""
+    base = tmp_path_factory.mktemp("wheel")
+    src = base / "src"
+    shutil.copytree(ROOT, src, ignore=IGNORE)
+    env = job_env(PYTHONPATH=None)
+    out = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", base / "dist", src],
+              env=env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    wheels = list((base / "dist").glob("sparklda-*.whl"))
+    assert len(wheels) == 1, wheels
+    venv = base / "venv"
+    out = run([sys.executable, "-m", "venv", "--system-site-packages", venv], env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    out = run([venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--no-index",
+               wheels[0]], env=env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return venv, wheels[0]
+
+
+def test_wheel_contents(venv):
+    _, wheel = venv
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        scripts = z.read(entry_points).decode()
+    for conf in ("local", "cluster", "modes", "warmstart"):
+        assert f"sparklda/conf/{conf}.toml" in names
+    assert {"sparklda/data/kos/docword.txt.gz", "sparklda/data/kos/vocab.txt"} <= names
+    for module in ("__init__", "config", "session", "job", "train", "infer", "compare"):
+        assert f"sparklda/cli/{module}.py" in names
+    assert {"sparklda/__main__.py", "sparklda/io.py"} <= names
+    assert "sparklda-train = sparklda.cli.train:main" in scripts
+    assert "sparklda-infer = sparklda.cli.infer:main" in scripts
+    assert not any(n.startswith(("tests/", "jobs/")) for n in names)
+
+
+def test_installed_console_scripts_train_and_score(venv, tmp_path):
+    venv_dir, _ = venv
+    bin_dir = venv_dir / "bin"
+    # no checkout on the path, no activated venv, no PYSPARK_PYTHON
+    env = job_env(PYTHONPATH=None, PYSPARK_PYTHON=None, PYSPARK_DRIVER_PYTHON=None,
+                  SPARK_HOME=None, VIRTUAL_ENV=None)
+    where = run([bin_dir / "python", "-c", "import sparklda.cli; print(sparklda.cli.__file__)"],
+                env=env, cwd=tmp_path, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert where.stdout.strip().startswith(str(venv_dir)), where.stdout
+
+    printed = run([bin_dir / "sparklda-train", "--print-config", "local"], env=env,
+                  cwd=tmp_path, timeout=120)
+    assert printed.returncode == 0, printed.stderr
+    with open(os.path.join(ROOT, "conf", "local.toml")) as f:
+        assert printed.stdout == f.read()
+    (tmp_path / "my.toml").write_text(printed.stdout)
+
+    model = tmp_path / "model"
+    out = run([bin_dir / "sparklda-train", "--config", "my.toml", "--set", "training.passes=1",
+               "--set", "training.k=5", "--set", f"output.model={model}"],
+              env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+    assert "Top words of the 5 topics:" in out.stdout
+    assert f"Python workers run {bin_dir / 'python'}" in out.stdout
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["params"]["k"] == 5 and metrics["spark"]["master"] == "local[2]"
+    assert metrics["input"]["docword"].startswith(str(venv_dir))  # the shipped corpus
+    assert metrics["input"]["docword"].endswith("sparklda/data/kos/docword.txt.gz")
+    assert (model / "metadata.json").exists()
+
+    scored = run([bin_dir / "sparklda-infer", "--config", "my.toml", "--set",
+                  f"output.model={model}", "--set", "infer.output=topics.parquet"],
+                 env=env, cwd=tmp_path)
+    assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-5000:]
+    assert "scored 3430 documents with 5 topics" in scored.stdout
+    report = json.loads((tmp_path / "topics.parquet" / "_report.json").read_text())
+    assert report["documents"] == 3430 and report["k"] == 5

@@ -13,7 +13,7 @@ import sys
 # The benchmark is not part of the installed package: import it from this checkout.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.lda_bench.cli import main  # noqa: E402
+from benchmarks.lda_bench.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -20,7 +20,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CELLS = [
-    ("markdown", """\
+    (
+        "markdown",
+        """\
 # sparklda quickstart
 
 Topic models of the KOS blog corpus that ships with sparklda, trained with
@@ -32,8 +34,11 @@ topic, plots held-out quality against training time, scores the remaining
 documents and saves the fitted pipeline. It runs in about a minute in Spark
 local mode. On Databricks, install sparklda on the cluster (as a cluster
 library, or `%pip install` its wheel) and the notebook uses the cluster's
-session."""),
-    ("code", """\
+session.""",
+    ),
+    (
+        "code",
+        """\
 import os
 import sys
 
@@ -48,14 +53,20 @@ if spark is None:  # not on Databricks: a small local session
              .config("spark.sql.shuffle.partitions", "4")
              .getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-print("Spark", spark.version)"""),
-    ("markdown", """\
+print("Spark", spark.version)""",
+    ),
+    (
+        "markdown",
+        """\
 ## The corpus
 
 The UCI KOS corpus comes as bag-of-words counts. We expand it back into a
 DataFrame of token lists, which is what a tokenizer gives you for raw text,
-so that the Pipeline starts from words."""),
-    ("code", """\
+so that the Pipeline starts from words.""",
+    ),
+    (
+        "code",
+        """\
 import gzip
 from importlib.resources import files
 
@@ -72,16 +83,22 @@ words = spark.createDataFrame(docs, "id long, words array<string>")
 train, new = words.randomSplit([0.95, 0.05], seed=1)
 train.cache()
 print(f"{n_docs} documents, {n_terms} terms: {train.count()} to train on, "
-      f"{new.count()} new ones to score")"""),
-    ("markdown", """\
+      f"{new.count()} new ones to score")""",
+    ),
+    (
+        "markdown",
+        """\
 ## Train: CountVectorizer, then LDA, in one Pipeline
 
 `from sparklda import LDA` replaces `from pyspark.ml.clustering import LDA`;
 the Params keep pyspark's names (`k`, `maxIter`, `seed`, `optimizer`, ...).
 `maxIter` counts passes over the corpus. `heldoutFraction` keeps 10% of the
 training documents out to measure held-out quality every `evalEvery`
-rounds of `minibatchSize` documents."""),
-    ("code", """\
+rounds of `minibatchSize` documents.""",
+    ),
+    (
+        "code",
+        """\
 from pyspark.ml import Pipeline
 from pyspark.ml.feature import CountVectorizer
 
@@ -93,19 +110,28 @@ pipeline = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="feature
 model = pipeline.fit(train)
 cv_model, lda_model = model.stages
 lda_model.setVocabulary(cv_model.vocabulary)  # name the terms for describeTopics
-print(f"{lda_model.getK()} topics over {lda_model.vocabSize()} terms")"""),
+print(f"{lda_model.getK()} topics over {lda_model.vocabSize()} terms")""",
+    ),
     ("markdown", "## Top words per topic"),
-    ("code", """\
+    (
+        "code",
+        """\
 topics = lda_model.describeTopics(8).select("topic", "terms").toPandas()
 topics["terms"] = topics["terms"].str.join(", ")
-topics"""),
-    ("markdown", """\
+topics""",
+    ),
+    (
+        "markdown",
+        """\
 ## Held-out quality against training time
 
 Each point scores the held-out documents by document completion (Foulds et
 al. 2013, section 6): the topic mix is inferred from half of each
-document's words and the other half is predicted. Higher is better."""),
-    ("code", """\
+document's words and the other half is predicted. Higher is better.""",
+    ),
+    (
+        "code",
+        """\
 import matplotlib.pyplot as plt
 
 history = pd.DataFrame(lda_model.trainingHistory())
@@ -116,16 +142,22 @@ ax.set_ylabel("held-out log-likelihood per token")
 ax.set_title("SCVB0, K=10, KOS")
 fig.tight_layout()
 plt.show()
-history[["round", "passes", "elapsed_s", "heldout_loglik", "perplexity"]]"""),
-    ("markdown", """\
+history[["round", "passes", "elapsed_s", "heldout_loglik", "perplexity"]]""",
+    ),
+    (
+        "markdown",
+        """\
 ## Score new documents
 
 `transform` adds `topicDistribution`, each document's topic proportions.
 Documents with no known word get the uniform distribution (pyspark's LDA
 gives zeros). `logPerplexity` is the held-out document-completion estimate
 on these documents (lower is better); note that pyspark's is a variational
-bound instead, so the two are not comparable."""),
-    ("code", """\
+bound instead, so the two are not comparable.""",
+    ),
+    (
+        "code",
+        """\
 import numpy as np
 
 top_words = {r.topic: ", ".join(r.terms[:5]) for r in lda_model.describeTopics(5).collect()}
@@ -138,19 +170,26 @@ for r in scored.orderBy("id").limit(8).collect():
                  "its words": top_words[k]})
 print(f"log-perplexity of the new documents: "
       f"{lda_model.logPerplexity(cv_model.transform(new)):.3f}")
-pd.DataFrame(rows)"""),
-    ("markdown", """\
+pd.DataFrame(rows)""",
+    ),
+    (
+        "markdown",
+        """\
 ## Save and load the fitted pipeline
 
 The pipeline saves like any other `pyspark.ml` pipeline (on Databricks use a
-`dbfs:/` or cloud storage path)."""),
-    ("code", """\
+`dbfs:/` or cloud storage path).""",
+    ),
+    (
+        "code",
+        """\
 from pyspark.ml import PipelineModel
 
 path = "kos-lda-pipeline"
 model.write().overwrite().save(path)
 reloaded = PipelineModel.load(path)
-reloaded.transform(new).select("id", "topicDistribution").show(3, truncate=60)"""),
+reloaded.transform(new).select("id", "topicDistribution").show(3, truncate=60)""",
+    ),
 ]
 
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
@@ -159,15 +198,21 @@ KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3
 def ipynb() -> str:
     cells = []
     for i, (kind, source) in enumerate(CELLS):
-        cell = {"cell_type": kind, "id": f"cell-{i:02d}", "metadata": {},
-                "source": source.splitlines(keepends=True)}
+        cell = {
+            "cell_type": kind,
+            "id": f"cell-{i:02d}",
+            "metadata": {},
+            "source": source.splitlines(keepends=True),
+        }
         if kind == "code":
             cell.update(execution_count=None, outputs=[])
         cells.append(cell)
-    nb = {"cells": cells,
-          "metadata": {"kernelspec": KERNELSPEC,
-                       "language_info": {"name": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -7,10 +7,12 @@ import re
 import shutil
 import subprocess
 
-MESSAGE = ("sparklda needs Java 17 or newer to run Apache Spark, and {problem}. Install a JDK or "
-           "JRE 17+ (for example `apt-get install openjdk-17-jre-headless` on Debian/Ubuntu, or "
-           "`brew install openjdk@17` on macOS) and make sure `java` is on PATH or JAVA_HOME "
-           "points at it.")
+MESSAGE = (
+    "sparklda needs Java 17 or newer to run Apache Spark, and {problem}. Install a JDK or "
+    "JRE 17+ (for example `apt-get install openjdk-17-jre-headless` on Debian/Ubuntu, or "
+    "`brew install openjdk@17` on macOS) and make sure `java` is on PATH or JAVA_HOME "
+    "points at it."
+)
 
 
 def java_problem() -> str | None:
@@ -18,8 +20,10 @@ def java_problem() -> str | None:
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
-        return MESSAGE.format(problem="no `java` was found" + (
-            f" (JAVA_HOME={home} has no bin/java)" if home else " on PATH"))
+        return MESSAGE.format(
+            problem="no `java` was found"
+            + (f" (JAVA_HOME={home} has no bin/java)" if home else " on PATH")
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:

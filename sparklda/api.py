@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 import numpy as np
-
-from collections.abc import Sequence
 
 from .corpus import DocSource, build_corpus, from_text, from_vectors, load_text_dataframe, read_uci
 from .errors import CorpusError
@@ -20,14 +19,21 @@ from .params import TrainParams
 from .training import Callback, TrainResult, train
 from .warmstart import align_initial
 
-__all__ = ["Callback", "TrainResult", "fit", "source_from_config", "transform",
-           "transform_dataframe"]
+__all__ = [
+    "Callback",
+    "TrainResult",
+    "fit",
+    "source_from_config",
+    "transform",
+    "transform_dataframe",
+]
 
 log = logging.getLogger("sparklda")
 
 
-def fit(source: DocSource, params: TrainParams, initial_model=None,
-        callbacks: Sequence[Callback] = ()) -> TrainResult:
+def fit(
+    source: DocSource, params: TrainParams, initial_model=None, callbacks: Sequence[Callback] = ()
+) -> TrainResult:
     """Validate ``params`` and the documents, build the corpus and train.
 
     Parameters
@@ -54,9 +60,14 @@ def fit(source: DocSource, params: TrainParams, initial_model=None,
     if initial_model is not None:
         source, initial = align_initial(initial_model, source, params)
     corpus = build_corpus(
-        source, minibatch_size=params.minibatch_size, heldout_fraction=params.heldout_fraction,
-        heldout_count=params.heldout_count or None, seed=params.seed,
-        parts_per_slice=params.parts_per_slice or None, dtype=np.dtype(params.dtype))
+        source,
+        minibatch_size=params.minibatch_size,
+        heldout_fraction=params.heldout_fraction,
+        heldout_count=params.heldout_count or None,
+        seed=params.seed,
+        parts_per_slice=params.parts_per_slice or None,
+        dtype=np.dtype(params.dtype),
+    )
     try:
         for cb in callbacks:
             cb.on_corpus(corpus)
@@ -69,11 +80,17 @@ def fit(source: DocSource, params: TrainParams, initial_model=None,
     return result
 
 
-def transform(model: TopicModel, df, features_col: str = "features",
-              output_col: str = "topicDistribution", max_iter: int = 100):
+def transform(
+    model: TopicModel,
+    df,
+    features_col: str = "features",
+    output_col: str = "topicDistribution",
+    max_iter: int = 100,
+):
     """``df`` with a column of each document's topic distribution under ``model``."""
-    return transform_dataframe(model.topics_matrix(), model.alpha, df, features_col, output_col,
-                               max_iter)
+    return transform_dataframe(
+        model.topics_matrix(), model.alpha, df, features_col, output_col, max_iter
+    )
 
 
 def source_from_config(spark, cfg: dict) -> DocSource:
@@ -81,16 +98,21 @@ def source_from_config(spark, cfg: dict) -> DocSource:
     fmt = cfg.get("format", "uci")
     if fmt == "uci":
         if "docword" not in cfg:
-            raise CorpusError("input.format = 'uci' needs input.docword (path of docword.txt[.gz]).")
+            raise CorpusError(
+                "input.format = 'uci' needs input.docword (path of docword.txt[.gz])."
+            )
         return read_uci(spark, cfg["docword"], cfg.get("vocab"))
     if fmt in ("text", "json", "parquet"):
         if "path" not in cfg:
             raise CorpusError(f"input.format = {fmt!r} needs input.path.")
         df = load_text_dataframe(spark, cfg["path"], fmt, cfg.get("text_col", "text"))
-        opts = {k: cfg[k] for k in ("vocab_size", "min_df", "max_df", "min_token_length")
-                if k in cfg}
+        opts = {
+            k: cfg[k] for k in ("vocab_size", "min_df", "max_df", "min_token_length") if k in cfg
+        }
         if fmt == "parquet" and cfg.get("features_col"):
             return from_vectors(df, cfg["features_col"], cfg.get("id_col"))
         return from_text(df, cfg.get("text_col", "text"), cfg.get("id_col"), **opts)
-    raise CorpusError(f"The 'input.format' parameter must be one of 'uci', 'text', 'json', "
-                      f"'parquet'; got {fmt!r}.")
+    raise CorpusError(
+        f"The 'input.format' parameter must be one of 'uci', 'text', 'json', "
+        f"'parquet'; got {fmt!r}."
+    )

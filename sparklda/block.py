@@ -64,7 +64,7 @@ class DocBlock:
         return self.terms[self.local]
 
     @staticmethod
-    def from_docs(docs, dtype=np.float32) -> "DocBlock":
+    def from_docs(docs, dtype=np.float32) -> DocBlock:
         """Build from an iterable of (doc_id, term_ids, counts), any order.
 
         Documents are sorted by id so that a block's content does not depend
@@ -89,8 +89,13 @@ class DocBlock:
         all_terms = np.concatenate(term_parts) if term_parts else np.zeros(0, np.int64)
         all_counts = np.concatenate(count_parts) if count_parts else np.zeros(0)
         terms, local = np.unique(all_terms, return_inverse=True)
-        return DocBlock(ids, indptr, terms.astype(np.int32), local.astype(np.int32).ravel(),
-                        all_counts.astype(dtype))
+        return DocBlock(
+            ids,
+            indptr,
+            terms.astype(np.int32),
+            local.astype(np.int32).ravel(),
+            all_counts.astype(dtype),
+        )
 
     def iter_docs(self):
         """Yield (doc_id, global term ids, counts) per document."""

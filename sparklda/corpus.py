@@ -28,6 +28,7 @@ from pyspark import StorageLevel
 
 from .block import DocBlock, HeldoutBlock, split_halves
 from .errors import CorpusError
+from .io import is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
 from .params import BY_NAME, Constraint, check_param
 
@@ -45,8 +46,6 @@ def _check_params(owner: str, **values) -> None:
     for name, value in values.items():
         if value is not None:
             check_param(BY_NAME[name], value, owner)
-
-
 
 
 @dataclass
@@ -70,18 +69,36 @@ class DocSource:
 
 
 def _open_text(path):
-    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(
-        path, encoding="utf-8")
+    return (
+        gzip.open(path, "rt", encoding="utf-8")
+        if str(path).endswith(".gz")
+        else open(path, encoding="utf-8")
+    )
 
 
-def read_vocab(path) -> list[str]:
-    """One term per line (UCI ``vocab.txt``)."""
-    with _open_text(path) as f:
-        return [line.rstrip("\n") for line in f if line.strip() != ""]
+def read_vocab(path, spark=None) -> list[str]:
+    """One term per line (UCI ``vocab.txt``): through Spark's text reader when
+    ``spark`` is given (any file system Spark reaches), else from the driver's
+    disk; ``sample:...`` names a file of the shipped corpus."""
+    if is_sample(path) or spark is None:
+        with _open_text(resolve_sample(str(path))) as f:
+            lines = [line.rstrip("\n") for line in f]
+    else:
+        lines = [r[0] for r in spark.read.text(str(path)).collect()]
+    return [line for line in lines if line.strip() != ""]
 
 
-def read_uci(spark, docword_path: str, vocab_path: str | None = None,
-             min_partitions: int | None = None) -> DocSource:
+def _sample_lines(sc, path: str, min_partitions: int | None):
+    """The lines of a shipped sample file, read on the driver and distributed, so
+    executors that do not share the driver's disk (or package) read it too."""
+    with _open_text(resolve_sample(path)) as f:
+        lines = f.read().splitlines()
+    return sc.parallelize(lines, max(sc.defaultParallelism, min_partitions or 1))
+
+
+def read_uci(
+    spark, docword_path: str, vocab_path: str | None = None, min_partitions: int | None = None
+) -> DocSource:
     """Read UCI bag-of-words files (``docword.txt[.gz]`` and ``vocab.txt``).
 
     The docword file has three header lines (D, W, NNZ) and then
@@ -89,19 +106,25 @@ def read_uci(spark, docword_path: str, vocab_path: str | None = None,
     """
     sc = spark.sparkContext
     what = f"UCI docword file {docword_path!r}"
-    lines = sc.textFile(str(docword_path), minPartitions=min_partitions)
+    if is_sample(docword_path):
+        lines = _sample_lines(sc, str(docword_path), min_partitions)
+    else:
+        lines = sc.textFile(str(docword_path), minPartitions=min_partitions)
     header = lines.take(3)
     try:
         n_docs, n_words, _ = (int(h.strip()) for h in header)
     except ValueError:
-        raise CorpusError(f"{what}: the first three lines must be the integers D, W and NNZ; "
-                          f"got {header!r}.") from None
+        raise CorpusError(
+            f"{what}: the first three lines must be the integers D, W and NNZ; got {header!r}."
+        ) from None
     vocab = None
     if vocab_path is not None:
-        vocab = read_vocab(vocab_path)
+        vocab = read_vocab(vocab_path, spark)
         if len(vocab) != n_words:
-            raise CorpusError(f"{what} declares W={n_words} terms but vocabulary file "
-                              f"{vocab_path!r} has {len(vocab)} lines.")
+            raise CorpusError(
+                f"{what} declares W={n_words} terms but vocabulary file "
+                f"{vocab_path!r} has {len(vocab)} lines."
+            )
 
     def parse(line):
         parts = line.split()
@@ -136,24 +159,35 @@ def check_vector_column(df, col: str, param: str = "featuresCol"):
     from pyspark.ml.linalg import VectorUDT
 
     if col not in df.columns:
-        raise CorpusError(f"Column {col!r} ({param}) does not exist; the DataFrame has "
-                          f"columns {df.columns}.")
+        raise CorpusError(
+            f"Column {col!r} ({param}) does not exist; the DataFrame has columns {df.columns}."
+        )
     dtype = df.schema[col].dataType
     if not isinstance(dtype, VectorUDT):
-        raise CorpusError(f"Column {col!r} ({param}) must be of type "
-                          f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
-                          f"produces); got {dtype.simpleString()}.")
+        raise CorpusError(
+            f"Column {col!r} ({param}) must be of type "
+            f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
+            f"produces); got {dtype.simpleString()}."
+        )
 
 
 def check_output_column(df, col: str, param: str = "topicDistributionCol"):
     """Raise :class:`CorpusError` if the output column ``col`` already exists."""
     if col in df.columns:
-        raise CorpusError(f"Output column {col!r} ({param}) already exists; the DataFrame has "
-                          f"columns {df.columns}.")
+        raise CorpusError(
+            f"Output column {col!r} ({param}) already exists; the DataFrame has "
+            f"columns {df.columns}."
+        )
 
 
-def vector_to_arrays(vec, size: int, what: str, doc, size_name: str = "the vocabulary size",
-                     check_counts: bool = True):
+def vector_to_arrays(
+    vec,
+    size: int,
+    what: str,
+    doc,
+    size_name: str = "the vocabulary size",
+    check_counts: bool = True,
+):
     """(term ids int64, counts float64) of a Spark ML vector of term counts.
 
     ``None`` is an empty document. A vector of another size than ``size``, or
@@ -163,8 +197,10 @@ def vector_to_arrays(vec, size: int, what: str, doc, size_name: str = "the vocab
     if vec is None:
         return np.zeros(0, np.int64), np.zeros(0)
     if vec.size != size:
-        raise CorpusError(f"Vectors in {what} must all have {size_name} {size}; document {doc} "
-                          f"has size {vec.size}.")
+        raise CorpusError(
+            f"Vectors in {what} must all have {size_name} {size}; document {doc} "
+            f"has size {vec.size}."
+        )
     if hasattr(vec, "indices"):
         idx, val = np.asarray(vec.indices, np.int64), np.asarray(vec.values, np.float64)
     else:
@@ -172,13 +208,16 @@ def vector_to_arrays(vec, size: int, what: str, doc, size_name: str = "the vocab
         idx = np.flatnonzero(arr).astype(np.int64)
         val = np.asarray(arr[idx], np.float64)
     if check_counts and (not np.all(np.isfinite(val)) or (val < 0).any()):
-        raise CorpusError(f"{what} has a negative or non-finite count in document {doc}; counts "
-                          f"must be finite non-negative integers.")
+        raise CorpusError(
+            f"{what} has a negative or non-finite count in document {doc}; counts "
+            f"must be finite non-negative integers."
+        )
     return idx, val
 
 
-def from_vectors(df, features_col: str = "features", id_col: str | None = None,
-                 vocab: list | None = None) -> DocSource:
+def from_vectors(
+    df, features_col: str = "features", id_col: str | None = None, vocab: list | None = None
+) -> DocSource:
     """Documents from a DataFrame column of Spark ML vectors of term counts.
 
     This is what ``CountVectorizer`` produces and ``pyspark.ml.clustering.LDA``
@@ -190,18 +229,23 @@ def from_vectors(df, features_col: str = "features", id_col: str | None = None,
     check_vector_column(df, features_col)
     if id_col is not None:
         if id_col not in df.columns:
-            raise CorpusError(f"Column {id_col!r} (idCol) does not exist; the DataFrame has "
-                              f"columns {df.columns}.")
+            raise CorpusError(
+                f"Column {id_col!r} (idCol) does not exist; the DataFrame has columns {df.columns}."
+            )
         if not isinstance(df.schema[id_col].dataType, IntegralType):
-            raise CorpusError(f"Column {id_col!r} (idCol) must be an integer column; got "
-                              f"{df.schema[id_col].dataType.simpleString()}.")
+            raise CorpusError(
+                f"Column {id_col!r} (idCol) must be an integer column; got "
+                f"{df.schema[id_col].dataType.simpleString()}."
+            )
     first = df.select(features_col).dropna().head()
     if first is None:
         raise CorpusError(f"The corpus is empty: column {features_col!r} has no rows.")
     size = int(first[0].size)
     if vocab is not None and len(vocab) != size:
-        raise CorpusError(f"The vocabulary has {len(vocab)} terms but vectors in column "
-                          f"{features_col!r} have size {size}.")
+        raise CorpusError(
+            f"The vocabulary has {len(vocab)} terms but vectors in column "
+            f"{features_col!r} have size {size}."
+        )
     what = f"column {features_col!r}"
 
     def to_doc(row_id, vec):
@@ -211,8 +255,9 @@ def from_vectors(df, features_col: str = "features", id_col: str | None = None,
     if id_col is not None:
         rdd = df.select(id_col, features_col).rdd.map(lambda r: to_doc(int(r[0]), r[1]))
     else:
-        rdd = (df.select(features_col).rdd.zipWithIndex()
-               .map(lambda ri: to_doc(int(ri[1]), ri[0][0])))
+        rdd = (
+            df.select(features_col).rdd.zipWithIndex().map(lambda ri: to_doc(int(ri[1]), ri[0][0]))
+        )
     return DocSource(rdd, size, list(vocab) if vocab is not None else None, what)
 
 
@@ -229,9 +274,17 @@ def load_text_dataframe(spark, path: str, fmt: str | None = None, text_col: str 
     raise _TEXT_FORMAT.error(fmt, "load_text_dataframe")
 
 
-def from_text(df, text_col: str = "text", id_col: str | None = None, vocab_size: int = 1 << 18,
-              min_df: float = 1.0, max_df: float = 2 ** 63 - 1, min_token_length: int = 2,
-              stop_words: list | None = None, pattern: str = "[^\\p{L}\\p{N}_']+") -> DocSource:
+def from_text(
+    df,
+    text_col: str = "text",
+    id_col: str | None = None,
+    vocab_size: int = 1 << 18,
+    min_df: float = 1.0,
+    max_df: float = 2**63 - 1,
+    min_token_length: int = 2,
+    stop_words: list | None = None,
+    pattern: str = "[^\\p{L}\\p{N}_']+",
+) -> DocSource:
     """Documents from raw text, counted with Spark ML's own feature stages.
 
     ``RegexTokenizer`` (lower-cases, splits on ``pattern``), ``StopWordsRemover``
@@ -244,24 +297,40 @@ def from_text(df, text_col: str = "text", id_col: str | None = None, vocab_size:
     from pyspark.sql.types import StringType
 
     if text_col not in df.columns:
-        raise CorpusError(f"Column {text_col!r} (textCol) does not exist; the DataFrame has "
-                          f"columns {df.columns}.")
+        raise CorpusError(
+            f"Column {text_col!r} (textCol) does not exist; the DataFrame has columns {df.columns}."
+        )
     if not isinstance(df.schema[text_col].dataType, StringType):
-        raise CorpusError(f"Column {text_col!r} (textCol) must be a string column; got "
-                          f"{df.schema[text_col].dataType.simpleString()}.")
+        raise CorpusError(
+            f"Column {text_col!r} (textCol) must be a string column; got "
+            f"{df.schema[text_col].dataType.simpleString()}."
+        )
     check_param(_VOCAB_SIZE, vocab_size, "from_text")
-    tok = RegexTokenizer(inputCol=text_col, outputCol="_tokens", pattern=pattern, gaps=True,
-                         minTokenLength=min_token_length, toLowercase=True)
+    tok = RegexTokenizer(
+        inputCol=text_col,
+        outputCol="_tokens",
+        pattern=pattern,
+        gaps=True,
+        minTokenLength=min_token_length,
+        toLowercase=True,
+    )
     sw = StopWordsRemover(inputCol="_tokens", outputCol="_terms")
     if stop_words is not None:
         sw.setStopWords(list(stop_words))
     tokens = sw.transform(tok.transform(df.na.fill({text_col: ""})))
-    cv = CountVectorizer(inputCol="_terms", outputCol="_counts", vocabSize=int(vocab_size),
-                         minDF=float(min_df), maxDF=float(max_df))
+    cv = CountVectorizer(
+        inputCol="_terms",
+        outputCol="_counts",
+        vocabSize=int(vocab_size),
+        minDF=float(min_df),
+        maxDF=float(max_df),
+    )
     cv_model = cv.fit(tokens)
     if not cv_model.vocabulary:
-        raise CorpusError(f"The corpus is empty: no term of column {text_col!r} survived "
-                          f"tokenising, stop words and the min_df/max_df limits.")
+        raise CorpusError(
+            f"The corpus is empty: no term of column {text_col!r} survived "
+            f"tokenising, stop words and the min_df/max_df limits."
+        )
     counted = cv_model.transform(tokens)
     return from_vectors(counted, "_counts", id_col, cv_model.vocabulary)
 
@@ -298,8 +367,14 @@ def _check_partition(what, vocab_size):
                 continue
             nnz += int(pos.sum())
             tokens += float(counts[pos].sum())
-        yield {"docs": n_docs, "empty": n_empty, "nnz": nnz, "tokens": tokens,
-               "problems": problems, "max_id": max_id}
+        yield {
+            "docs": n_docs,
+            "empty": n_empty,
+            "nnz": nnz,
+            "tokens": tokens,
+            "problems": problems,
+            "max_id": max_id,
+        }
 
     return check
 
@@ -307,9 +382,14 @@ def _check_partition(what, vocab_size):
 def _merge_checks(a, b):
     problems = dict(b["problems"])
     problems.update(a["problems"])
-    return {"docs": a["docs"] + b["docs"], "empty": a["empty"] + b["empty"],
-            "nnz": a["nnz"] + b["nnz"], "tokens": a["tokens"] + b["tokens"],
-            "problems": problems, "max_id": max(a["max_id"], b["max_id"])}
+    return {
+        "docs": a["docs"] + b["docs"],
+        "empty": a["empty"] + b["empty"],
+        "nnz": a["nnz"] + b["nnz"],
+        "tokens": a["tokens"] + b["tokens"],
+        "problems": problems,
+        "max_id": max(a["max_id"], b["max_id"]),
+    }
 
 
 def validate(source: DocSource) -> dict:
@@ -320,32 +400,43 @@ def validate(source: DocSource) -> dict:
     (documents, empty documents, pairs, tokens).
     """
     stats = source.rdd.mapPartitions(_check_partition(source.what, source.vocab_size)).reduce(
-        _merge_checks)
+        _merge_checks
+    )
     what = source.what
     p = stats["problems"]
     if "non-finite" in p:
         d, v = p["non-finite"]
-        raise CorpusError(f"{what} has a non-finite term count ({v}) in document {d}; counts "
-                          f"must be finite non-negative integers.")
+        raise CorpusError(
+            f"{what} has a non-finite term count ({v}) in document {d}; counts "
+            f"must be finite non-negative integers."
+        )
     if "negative" in p:
         d, v = p["negative"]
-        raise CorpusError(f"{what} has a negative term count ({v}) in document {d}; counts must "
-                          f"be finite non-negative integers.")
+        raise CorpusError(
+            f"{what} has a negative term count ({v}) in document {d}; counts must "
+            f"be finite non-negative integers."
+        )
     if "non-integer" in p:
         d, v = p["non-integer"]
-        raise CorpusError(f"{what} has a non-integer term count ({v}) in document {d}; counts "
-                          f"must be finite non-negative integers.")
+        raise CorpusError(
+            f"{what} has a non-integer term count ({v}) in document {d}; counts "
+            f"must be finite non-negative integers."
+        )
     if "term" in p:
         d, v = p["term"]
         shown = v + 1 if "UCI" in what else v
-        raise CorpusError(f"{what} has term id {shown} in document {d}, outside the vocabulary "
-                          f"of {source.vocab_size} terms.")
+        raise CorpusError(
+            f"{what} has term id {shown} in document {d}, outside the vocabulary "
+            f"of {source.vocab_size} terms."
+        )
     if source.declared_docs is not None:
         stats["empty"] += max(0, source.declared_docs - stats["docs"])
         stats["docs"] = max(stats["docs"], source.declared_docs)
     if stats["tokens"] <= 0:
-        raise CorpusError(f"The corpus is empty: {what} has no document with a positive count "
-                          f"({stats['docs']} documents read).")
+        raise CorpusError(
+            f"The corpus is empty: {what} has no document with a positive count "
+            f"({stats['docs']} documents read)."
+        )
     return stats
 
 
@@ -398,8 +489,13 @@ def _clean(d):
     return d[0], d[1][pos], d[2][pos]
 
 
-def split_documents(source: DocSource, stats: dict, heldout_fraction: float = 0.0,
-                    heldout_count: int | None = None, seed: int = 0):
+def split_documents(
+    source: DocSource,
+    stats: dict,
+    heldout_fraction: float = 0.0,
+    heldout_count: int | None = None,
+    seed: int = 0,
+):
     """Drop empty documents and split the rest into (training RDD, held-out RDD).
 
     Held-out documents are chosen by a seeded hash of the document id: a
@@ -407,17 +503,21 @@ def split_documents(source: DocSource, stats: dict, heldout_fraction: float = 0.
     ``heldout_fraction`` those whose hash falls below it. The held-out RDD is
     None when nothing is held out.
     """
-    _check_params("split_documents", heldout_fraction=heldout_fraction,
-                  heldout_count=heldout_count, seed=seed)
+    _check_params(
+        "split_documents", heldout_fraction=heldout_fraction, heldout_count=heldout_count, seed=seed
+    )
     n_nonempty = stats["docs"] - stats["empty"]
     docs_ok = source.rdd.filter(_nonempty).map(_clean)
     threshold = -1.0
     if heldout_count:
         if heldout_count >= n_nonempty:
-            raise CorpusError(f"The 'heldout_count' parameter ({heldout_count}) must be smaller "
-                              f"than the number of non-empty documents ({n_nonempty}).")
-        keys = docs_ok.map(lambda d: float(uniform_per_doc(seed, Stream.HELDOUT,
-                                                             np.array([d[0]]))[0]))
+            raise CorpusError(
+                f"The 'heldout_count' parameter ({heldout_count}) must be smaller "
+                f"than the number of non-empty documents ({n_nonempty})."
+            )
+        keys = docs_ok.map(
+            lambda d: float(uniform_per_doc(seed, Stream.HELDOUT, np.array([d[0]]))[0])
+        )
         threshold = keys.takeOrdered(heldout_count)[-1]
     elif heldout_fraction > 0:
         threshold = float(heldout_fraction)
@@ -435,8 +535,10 @@ def split_documents(source: DocSource, stats: dict, heldout_fraction: float = 0.
         return ((bool(held[i]), d) for i, d in enumerate(batch))
 
     tagged = docs_ok.mapPartitions(tag)
-    return (tagged.filter(lambda x: not x[0]).map(lambda x: x[1]),
-            tagged.filter(lambda x: x[0]).map(lambda x: x[1]))
+    return (
+        tagged.filter(lambda x: not x[0]).map(lambda x: x[1]),
+        tagged.filter(lambda x: x[0]).map(lambda x: x[1]),
+    )
 
 
 def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | None = None):
@@ -458,14 +560,26 @@ def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | Non
         tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
         yield HeldoutBlock(obs, tgt)
 
-    return (docs_rdd.map(lambda d: (d[0], d)).partitionBy(n_parts).values()
-            .map(split).mapPartitions(make_heldout)
-            .setName("sparklda held-out blocks").persist(StorageLevel.MEMORY_ONLY))
+    return (
+        docs_rdd.map(lambda d: (d[0], d))
+        .partitionBy(n_parts)
+        .values()
+        .map(split)
+        .mapPartitions(make_heldout)
+        .setName("sparklda held-out blocks")
+        .persist(StorageLevel.MEMORY_ONLY)
+    )
 
 
-def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction: float = 0.0,
-                 heldout_count: int | None = None, seed: int = 0,
-                 parts_per_slice: int | None = None, dtype=np.float32) -> Corpus:
+def build_corpus(
+    source: DocSource,
+    minibatch_size: int = 1000,
+    heldout_fraction: float = 0.0,
+    heldout_count: int | None = None,
+    seed: int = 0,
+    parts_per_slice: int | None = None,
+    dtype=np.float32,
+) -> Corpus:
     """Validate, hold out whole documents and cache the training blocks.
 
     Parameters
@@ -478,22 +592,30 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
     parts_per_slice : partitions (tasks) per round; default the cluster's
         default parallelism.
     """
-    _check_params("build_corpus", minibatch_size=minibatch_size,
-                  heldout_fraction=heldout_fraction, heldout_count=heldout_count, seed=seed,
-                  parts_per_slice=parts_per_slice)
+    _check_params(
+        "build_corpus",
+        minibatch_size=minibatch_size,
+        heldout_fraction=heldout_fraction,
+        heldout_count=heldout_count,
+        seed=seed,
+        parts_per_slice=parts_per_slice,
+    )
     sc = source.rdd.context
     parts_per_slice = parts_per_slice or sc.defaultParallelism
 
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = validate(source)
-        train_docs, held_docs = split_documents(source, stats, heldout_fraction, heldout_count,
-                                                seed)
+        train_docs, held_docs = split_documents(
+            source, stats, heldout_fraction, heldout_count, seed
+        )
         # nothing held out: every non-empty document trains (no counting job needed)
         n_train = (stats["docs"] - stats["empty"]) if held_docs is None else train_docs.count()
         if n_train == 0:
-            raise CorpusError("No training documents are left after holding out documents; "
-                              "lower 'heldout_fraction' or 'heldout_count'.")
+            raise CorpusError(
+                "No training documents are left after holding out documents; "
+                "lower 'heldout_fraction' or 'heldout_count'."
+            )
         n_slices = max(1, math.ceil(n_train / minibatch_size))
         p = parts_per_slice
         n_parts = n_slices * p
@@ -503,17 +625,22 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
             if not batch:
                 return iter(())
             ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-            s = np.minimum((uniform_per_doc(seed, Stream.SLICE, ids) * n_slices).astype(np.int64),
-                           n_slices - 1)
+            s = np.minimum(
+                (uniform_per_doc(seed, Stream.SLICE, ids) * n_slices).astype(np.int64), n_slices - 1
+            )
             i = np.minimum((uniform_per_doc(seed, Stream.PART, ids) * p).astype(np.int64), p - 1)
             return ((int(s[k] * p + i[k]), d) for k, d in enumerate(batch))
 
         def make_block(it):
             yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
 
-        train = (train_docs.mapPartitions(assign).partitionBy(n_parts, lambda x: x)
-                 .mapPartitions(make_block, preservesPartitioning=True)
-                 .setName("sparklda training blocks").persist(StorageLevel.MEMORY_ONLY))
+        train = (
+            train_docs.mapPartitions(assign)
+            .partitionBy(n_parts, lambda x: x)
+            .mapPartitions(make_block, preservesPartitioning=True)
+            .setName("sparklda training blocks")
+            .persist(StorageLevel.MEMORY_ONLY)
+        )
         per_part = train.map(lambda b: (b.n_docs, b.n_tokens, b.nnz, b.nbytes())).collect()
         arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
         slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
@@ -524,16 +651,32 @@ def build_corpus(source: DocSource, minibatch_size: int = 1000, heldout_fraction
         docs.unpersist()
 
     corpus = Corpus(
-        train=train, heldout=heldout, vocab_size=source.vocab_size, vocab=source.vocab,
-        n_slices=n_slices, parts_per_slice=p, slice_docs=slice_docs, slice_tokens=slice_tokens,
-        n_train_docs=int(slice_docs.sum()), n_train_tokens=float(slice_tokens.sum()),
-        n_train_pairs=int(arr[:, 2].sum()), n_heldout_docs=int(n_held),
-        n_empty_docs=int(stats["empty"]), train_bytes=int(arr[:, 3].sum()), seed=seed)
+        train=train,
+        heldout=heldout,
+        vocab_size=source.vocab_size,
+        vocab=source.vocab,
+        n_slices=n_slices,
+        parts_per_slice=p,
+        slice_docs=slice_docs,
+        slice_tokens=slice_tokens,
+        n_train_docs=int(slice_docs.sum()),
+        n_train_tokens=float(slice_tokens.sum()),
+        n_train_pairs=int(arr[:, 2].sum()),
+        n_heldout_docs=int(n_held),
+        n_empty_docs=int(stats["empty"]),
+        train_bytes=int(arr[:, 3].sum()),
+        seed=seed,
+    )
     corpus.report = {
-        "documents_read": int(stats["docs"]), "empty_documents_skipped": corpus.n_empty_docs,
-        "training_documents": corpus.n_train_docs, "training_tokens": corpus.n_train_tokens,
-        "training_pairs": corpus.n_train_pairs, "heldout_documents": corpus.n_heldout_docs,
-        "vocab_size": corpus.vocab_size, "slices": n_slices, "parts_per_slice": p,
+        "documents_read": int(stats["docs"]),
+        "empty_documents_skipped": corpus.n_empty_docs,
+        "training_documents": corpus.n_train_docs,
+        "training_tokens": corpus.n_train_tokens,
+        "training_pairs": corpus.n_train_pairs,
+        "heldout_documents": corpus.n_heldout_docs,
+        "vocab_size": corpus.vocab_size,
+        "slices": n_slices,
+        "parts_per_slice": p,
         "cached_bytes": corpus.train_bytes,
         "cached_bytes_per_pair": corpus.train_bytes / max(1, corpus.n_train_pairs),
     }

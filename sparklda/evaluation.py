@@ -32,8 +32,12 @@ class HeldoutScore:
         return float(np.exp(-self.loglik_per_token))
 
     def as_dict(self) -> dict:
-        return {"heldout_loglik": self.loglik_per_token, "perplexity": self.perplexity,
-                "heldout_tokens": self.tokens, "heldout_documents": self.documents}
+        return {
+            "heldout_loglik": self.loglik_per_token,
+            "perplexity": self.perplexity,
+            "heldout_tokens": self.tokens,
+            "heldout_documents": self.documents,
+        }
 
 
 def _score_partition(phi_bc, alpha, max_iter, tol):
@@ -50,8 +54,9 @@ def _score_partition(phi_bc, alpha, max_iter, tol):
             phi = phi_all[terms]
             loc_obs = np.searchsorted(terms, obs.terms)[obs.local]
             loc_tgt = np.searchsorted(terms, tgt.terms)[tgt.local]
-            theta = foldin_block(obs.indptr, loc_obs, obs.counts.astype(phi.dtype), phi, alpha,
-                                 max_iter, tol)
+            theta = foldin_block(
+                obs.indptr, loc_obs, obs.counts.astype(phi.dtype), phi, alpha, max_iter, tol
+            )
             # target rows follow the observed document order (same ids, same sort)
             t, n = loglik_block(tgt.indptr, loc_tgt, tgt.counts, phi, theta)
             total += t
@@ -62,8 +67,9 @@ def _score_partition(phi_bc, alpha, max_iter, tol):
     return score
 
 
-def completion_loglik(heldout_rdd, phi: np.ndarray, alpha: float, max_iter: int = 100,
-                      tol: float = 1e-4) -> HeldoutScore:
+def completion_loglik(
+    heldout_rdd, phi: np.ndarray, alpha: float, max_iter: int = 100, tol: float = 1e-4
+) -> HeldoutScore:
     """Held-out per-token log-likelihood by document completion, on Spark.
 
     Parameters
@@ -81,7 +87,9 @@ def completion_loglik(heldout_rdd, phi: np.ndarray, alpha: float, max_iter: int 
     sc = heldout_rdd.context
     bc = sc.broadcast(np.ascontiguousarray(phi))
     try:
-        parts = heldout_rdd.mapPartitions(_score_partition(bc, float(alpha), max_iter, tol)).collect()
+        parts = heldout_rdd.mapPartitions(
+            _score_partition(bc, float(alpha), max_iter, tol)
+        ).collect()
     finally:
         bc.destroy()
     total = sum(p[0] for p in parts)

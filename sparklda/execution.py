@@ -58,9 +58,12 @@ def value_nbytes(value: Any) -> int:
 
 
 def _block_stats(block, rows, kernel_s: float, **timings) -> TopicStats:
-    return TopicStats(block.terms, rows,
-                      extra={"tokens": block.n_tokens, "docs": block.n_docs, "pairs": block.nnz},
-                      timings={"kernel": kernel_s, **timings})
+    return TopicStats(
+        block.terms,
+        rows,
+        extra={"tokens": block.n_tokens, "docs": block.n_docs, "pairs": block.nnz},
+        timings={"kernel": kernel_s, **timings},
+    )
 
 
 # --------------------------------------------------------------------------
@@ -164,14 +167,20 @@ class PeriodicCheckpointer:
             self.created_root = tempfile.mkdtemp(prefix="sparklda-checkpoints-")
             self.sc.setCheckpointDir(self.created_root)
             directory = self.sc.getCheckpointDir()
-            log.info("no Spark checkpoint directory was set: %s is checkpointed every %d rounds "
-                     "to %s (set one with spark.sparkContext.setCheckpointDir)", self.name,
-                     self.interval, directory)
+            log.info(
+                "no Spark checkpoint directory was set: %s is checkpointed every %d rounds "
+                "to %s (set one with spark.sparkContext.setCheckpointDir)",
+                self.name,
+                self.interval,
+                directory,
+            )
             return "reliable", directory
-        log.warning("no Spark checkpoint directory is set on this cluster: the lineage of %s is "
-                    "cut with localCheckpoint() (kept on the executors only, lost with them); "
-                    "set a reliable one with spark.sparkContext.setCheckpointDir('hdfs://...')",
-                    self.name)
+        log.warning(
+            "no Spark checkpoint directory is set on this cluster: the lineage of %s is "
+            "cut with localCheckpoint() (kept on the executors only, lost with them); "
+            "set a reliable one with spark.sparkContext.setCheckpointDir('hdfs://...')",
+            self.name,
+        )
         return "local", None
 
     def update(self, rdd) -> bool:
@@ -246,8 +255,12 @@ class PeriodicCheckpointer:
             shutil.rmtree(root, ignore_errors=True)
 
     def report(self) -> dict:
-        return {"checkpoints": self.checkpoints, "checkpoint_kind": self.kind,
-                "checkpoint_dir": self.directory, "checkpoint_interval": self.interval}
+        return {
+            "checkpoints": self.checkpoints,
+            "checkpoint_kind": self.kind,
+            "checkpoint_dir": self.directory,
+            "checkpoint_interval": self.interval,
+        }
 
 
 # --------------------------------------------------------------------------
@@ -297,15 +310,16 @@ class ClassicExecutor(Executor):
         return [p for p in parts if p is not None]
 
     def init_states(self, mode) -> RoundOutput:
-        self.checkpointer = PeriodicCheckpointer(self.sc, self.checkpoint_interval,
-                                                 f"the {mode.name} block states")
+        self.checkpointer = PeriodicCheckpointer(
+            self.sc, self.checkpoint_interval, f"the {mode.name} block states"
+        )
         t0 = time.perf_counter()
         value = mode.init_value()
         bc = self.sc.broadcast(value) if value is not None else None
         t1 = time.perf_counter()
-        states = (self.corpus.train.mapPartitions(init_partition(bc, mode.init_state()),
-                                                  preservesPartitioning=True)
-                  .setName(f"sparklda {mode.name} block states (initial)"))
+        states = self.corpus.train.mapPartitions(
+            init_partition(bc, mode.init_state()), preservesPartitioning=True
+        ).setName(f"sparklda {mode.name} block states (initial)")
         self.checkpointer.update(states)
         self.states = states
         parts = self._collect(states, statistics_partition(mode.statistics()))
@@ -313,9 +327,12 @@ class ClassicExecutor(Executor):
         t2 = time.perf_counter()
         if bc is not None:
             self.checkpointer.hold(bc)
-        return RoundOutput(parts, {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
-                           shipped_bytes=value_nbytes(value),
-                           driver_bytes=sum(p.nbytes for p in parts))
+        return RoundOutput(
+            parts,
+            {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
+            shipped_bytes=value_nbytes(value),
+            driver_bytes=sum(p.nbytes for p in parts),
+        )
 
     def run_round(self, mode, t: int) -> RoundOutput:
         t0 = time.perf_counter()
@@ -323,9 +340,9 @@ class ClassicExecutor(Executor):
         bc = self.sc.broadcast(value)
         t1 = time.perf_counter()
         if mode.stateful:
-            new = (self.states.mapPartitions(advance_partition(bc, mode.kernel(t)),
-                                             preservesPartitioning=True)
-                   .setName(f"sparklda {mode.name} block states (round {t + 1})"))
+            new = self.states.mapPartitions(
+                advance_partition(bc, mode.kernel(t)), preservesPartitioning=True
+            ).setName(f"sparklda {mode.name} block states (round {t + 1})")
             assert self.checkpointer is not None
             marked = self.checkpointer.update(new)
             self.states = new
@@ -333,19 +350,24 @@ class ClassicExecutor(Executor):
             self.checkpointer.materialized()
             t2 = time.perf_counter()
             self.checkpointer.hold(bc)  # its lineage refers to bc until a checkpoint cuts it
-            self._info = {"checkpointed": bool(marked and self.checkpointer.last_cut),
-                          "lineage_depth": self.checkpointer.lineage_depth()}
+            self._info = {
+                "checkpointed": bool(marked and self.checkpointer.last_cut),
+                "lineage_depth": self.checkpointer.lineage_depth(),
+            }
         else:
-            parts = self._collect(self.corpus.train,
-                                  stateless_partition(bc, mode.kernel(t)),
-                                  mode.round_partitions(t))
+            parts = self._collect(
+                self.corpus.train, stateless_partition(bc, mode.kernel(t)), mode.round_partitions(t)
+            )
             t2 = time.perf_counter()
             bc.destroy()
             self._info = {}
         t3 = time.perf_counter()
-        return RoundOutput(parts, {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": t3 - t2},
-                           shipped_bytes=value_nbytes(value),
-                           driver_bytes=sum(p.nbytes for p in parts))
+        return RoundOutput(
+            parts,
+            {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": t3 - t2},
+            shipped_bytes=value_nbytes(value),
+            driver_bytes=sum(p.nbytes for p in parts),
+        )
 
     def score(self, phi, alpha, max_iter):
         if self.corpus.heldout is None:

@@ -15,8 +15,14 @@ from .corpus import check_output_column, check_vector_column, vector_to_arrays
 from .kernels import foldin_block
 
 
-def transform_dataframe(phi: np.ndarray, alpha: float, df, features_col: str = "features",
-                        output_col: str = "topicDistribution", max_iter: int = 100):
+def transform_dataframe(
+    phi: np.ndarray,
+    alpha: float,
+    df,
+    features_col: str = "features",
+    output_col: str = "topicDistribution",
+    max_iter: int = 100,
+):
     """``df`` with a vector column ``output_col`` of each document's θ under topics
     ``phi`` (V, K, columns summing to one) and prior ``alpha``, computed on the
     executors."""

@@ -68,7 +68,7 @@ def resolve_path(path: str, spark=None) -> str:
         return "/dbfs" + q.getPath()
     text = q.toString()
     if scheme in ("s3a", "s3n"):
-        return "s3" + text[len(scheme):]
+        return "s3" + text[len(scheme) :]
     return text
 
 
@@ -83,9 +83,14 @@ def path_exists(path: str, spark=None) -> bool:
     return exists(resolve_path(path, spark))
 
 
+def is_sample(path) -> bool:
+    """Whether ``path`` names a file of the shipped sample corpus (``sample:...``)."""
+    return isinstance(path, str) and path.startswith(SAMPLE_PREFIX)
+
+
 def resolve_sample(path: str | None) -> str | None:
     """``sample:kos/docword.txt.gz`` -> the file of that name in the package's data;
     any other path (or None) is returned unchanged."""
     if path and path.startswith(SAMPLE_PREFIX):
-        return str(files("sparklda").joinpath("data", path[len(SAMPLE_PREFIX):]))
+        return str(files("sparklda").joinpath("data", path[len(SAMPLE_PREFIX) :]))
     return path

@@ -44,8 +44,9 @@ class TopicModel:
         self.eta = float(eta)
         self.vocab = list(vocab) if vocab is not None else None
         if self.vocab is not None and len(self.vocab) != self.vocab_size:
-            raise ValueError(f"vocabulary has {len(self.vocab)} terms but the model has "
-                             f"{self.vocab_size} rows")
+            raise ValueError(
+                f"vocabulary has {len(self.vocab)} terms but the model has {self.vocab_size} rows"
+            )
         self.metadata = dict(metadata or {})
 
     @property
@@ -63,16 +64,23 @@ class TopicModel:
     def describe_topics(self, max_terms: int = 10) -> list[dict]:
         """Top terms per topic: dicts of topic, termIndices, termWeights, terms."""
         if not isinstance(max_terms, int) or max_terms < 1:
-            raise ValueError(f"The 'maxTermsPerTopic' parameter must be an int in the range "
-                             f"[1, inf). Got {max_terms!r} instead.")
+            raise ValueError(
+                f"The 'maxTermsPerTopic' parameter must be an int in the range "
+                f"[1, inf). Got {max_terms!r} instead."
+            )
         phi = self.topics_matrix()
         n = min(max_terms, self.vocab_size)
         out = []
         for k in range(self.k):
             idx = np.argsort(-phi[:, k], kind="stable")[:n]
-            out.append({"topic": k, "termIndices": [int(i) for i in idx],
-                        "termWeights": [float(phi[i, k]) for i in idx],
-                        "terms": [self.vocab[i] for i in idx] if self.vocab else None})
+            out.append(
+                {
+                    "topic": k,
+                    "termIndices": [int(i) for i in idx],
+                    "termWeights": [float(phi[i, k]) for i in idx],
+                    "terms": [self.vocab[i] for i in idx] if self.vocab else None,
+                }
+            )
         return out
 
     def format_topics(self, max_terms: int = 10) -> str:
@@ -87,8 +95,13 @@ class TopicModel:
         """Held-out document-completion score (:mod:`sparklda.evaluation`)."""
         return completion_loglik(heldout_rdd, self.topics_matrix(), self.alpha, max_iter)
 
-    def transform(self, df, features_col: str = "features",
-                  output_col: str = "topicDistribution", max_iter: int = 100):
+    def transform(
+        self,
+        df,
+        features_col: str = "features",
+        output_col: str = "topicDistribution",
+        max_iter: int = 100,
+    ):
         """Append a vector column of each document's topic distribution θ.
 
         Fold-in runs on the executors (:func:`sparklda.kernels.foldin_block`)
@@ -96,8 +109,9 @@ class TopicModel:
         allowed (an error names them); documents with no terms get the
         uniform vector 1/K (the prior mean).
         """
-        return transform_dataframe(self.topics_matrix(), self.alpha, df, features_col,
-                                   output_col, max_iter)
+        return transform_dataframe(
+            self.topics_matrix(), self.alpha, df, features_col, output_col, max_iter
+        )
 
     # -- persistence -----------------------------------------------------
     def metadata_record(self) -> dict:
@@ -105,11 +119,16 @@ class TopicModel:
         import pyspark
 
         return {
-            "format": FORMAT, "format_version": FORMAT_VERSION,
-            "k": self.k, "vocab_size": self.vocab_size, "alpha": self.alpha, "eta": self.eta,
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "k": self.k,
+            "vocab_size": self.vocab_size,
+            "alpha": self.alpha,
+            "eta": self.eta,
             "has_vocab": self.vocab is not None,
-            "sparklda_version": __version__, "spark_version": pyspark.__version__,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "sparklda_version": __version__,
+            "spark_version": pyspark.__version__,
+            "created": _dt.datetime.now(_dt.UTC).isoformat(),
             **{k: v for k, v in self.metadata.items() if k not in ("k", "vocab_size")},
         }
 
@@ -118,12 +137,16 @@ class TopicModel:
         bad = ~np.isfinite(self.topic_word)
         if bad.any():
             w, k = np.argwhere(bad)[0]
-            raise SparkLDAError(f"The model's topic-word statistics have {int(bad.sum())} "
-                                f"non-finite values (first: term {w}, topic {k}); training "
-                                f"diverged and the model is not saved.")
+            raise SparkLDAError(
+                f"The model's topic-word statistics have {int(bad.sum())} "
+                f"non-finite values (first: term {w}, topic {k}); training "
+                f"diverged and the model is not saved."
+            )
         if not (np.isfinite(self.alpha) and np.isfinite(self.eta)):
-            raise SparkLDAError(f"The model's priors are not finite (alpha={self.alpha}, "
-                                f"eta={self.eta}); the model is not saved.")
+            raise SparkLDAError(
+                f"The model's priors are not finite (alpha={self.alpha}, "
+                f"eta={self.eta}); the model is not saved."
+            )
 
     @staticmethod
     def check_save_target(path: str, overwrite: bool = False, spark=None) -> None:
@@ -162,14 +185,18 @@ class TopicModel:
         import pyarrow as pa
 
         v, k = self.topic_word.shape
-        return pa.table({
-            "term_index": pa.array(np.arange(v, dtype=np.int32)),
-            "term": pa.array(self.vocab if self.vocab is not None else [None] * v,
-                             type=pa.string()),
-            "topic_word": pa.ListArray.from_arrays(
-                pa.array(np.arange(0, v * k + 1, k, dtype=np.int32)),
-                pa.array(self.topic_word.ravel())),
-        })
+        return pa.table(
+            {
+                "term_index": pa.array(np.arange(v, dtype=np.int32)),
+                "term": pa.array(
+                    self.vocab if self.vocab is not None else [None] * v, type=pa.string()
+                ),
+                "topic_word": pa.ListArray.from_arrays(
+                    pa.array(np.arange(0, v * k + 1, k, dtype=np.int32)),
+                    pa.array(self.topic_word.ravel()),
+                ),
+            }
+        )
 
     @staticmethod
     def exists_at(path: str, spark=None) -> bool:
@@ -194,8 +221,9 @@ class TopicModel:
             meta = files.read_json(f"{base}/metadata")
             table = files.read_table(f"{base}/topics")
         elif files.exists(f"{target.root}/{LEGACY_FILES[0]}"):
-            rows = files.spark.read.text(f"{target.root}/{LEGACY_FILES[0]}",
-                                         wholetext=True).collect()
+            rows = files.spark.read.text(
+                f"{target.root}/{LEGACY_FILES[0]}", wholetext=True
+            ).collect()
             meta = json.loads(rows[0][0])
             table = files.read_table(f"{target.root}/{LEGACY_FILES[1]}")
         elif files.exists(f"{target.root}/metadata") and files.exists(f"{target.root}/topics"):
@@ -204,13 +232,17 @@ class TopicModel:
         else:
             raise FileNotFoundError(f"No sparklda model at {path!r} (no committed version).")
         if meta.get("format_version", 0) > FORMAT_VERSION:
-            raise ModelPathError(f"The model at {path!r} has format version "
-                                 f"{meta['format_version']}; this sparklda reads up to "
-                                 f"{FORMAT_VERSION}.")
+            raise ModelPathError(
+                f"The model at {path!r} has format version "
+                f"{meta['format_version']}; this sparklda reads up to "
+                f"{FORMAT_VERSION}."
+            )
         k = int(meta["k"])
         table = table.sort_by("term_index")
-        tw = np.asarray(table.column("topic_word").combine_chunks().flatten().to_numpy(
-            zero_copy_only=False), dtype=np.float64).reshape(-1, k)
+        tw = np.asarray(
+            table.column("topic_word").combine_chunks().flatten().to_numpy(zero_copy_only=False),
+            dtype=np.float64,
+        ).reshape(-1, k)
         vocab = table.column("term").to_pylist() if meta.get("has_vocab") else None
         alpha, eta = meta.pop("alpha"), meta.pop("eta")
         return cls(tw, alpha, eta, vocab, meta)

@@ -164,10 +164,12 @@ class Constraint:
                 return False
             if math.isnan(v) or (math.isinf(v) and not (self.allow_inf and v > 0)):
                 return False
-        above_low = (self.low is None or value > self.low
-                     or (value == self.low and not self.low_open))
-        below_high = (self.high is None or value < self.high
-                      or (value == self.high and not self.high_open))
+        above_low = (
+            self.low is None or value > self.low or (value == self.low and not self.low_open)
+        )
+        below_high = (
+            self.high is None or value < self.high or (value == self.high and not self.high_open)
+        )
         return bool(above_low and below_high)
 
     def describe(self) -> str:
@@ -187,8 +189,10 @@ class Constraint:
 
     def error(self, value: Any, owner: str = "LDA", name: str | None = None) -> ParamError:
         """The ParamError for ``value`` (shown as given) under ``name`` (default: this name)."""
-        return ParamError(f"The {name or self.name!r} parameter of {owner} must be "
-                          f"{self.describe()}. Got {value!r} instead.")
+        return ParamError(
+            f"The {name or self.name!r} parameter of {owner} must be "
+            f"{self.describe()}. Got {value!r} instead."
+        )
 
 
 def _num(x: Any) -> str:
@@ -203,50 +207,127 @@ _SCVB0, _SVB, _CVB = ("scvb0",), ("svb",), ("cvb0", "cvb")
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("algorithm", str, options=ALGORITHMS, doc="Inference algorithm."),
     Constraint("k", int, 2, doc="K, the number of topics."),
-    Constraint("alpha", float, 0, MAX_PRIOR, low_open=True,
-               doc="α, the symmetric document-topic Dirichlet prior."),
-    Constraint("eta", float, 0, MAX_PRIOR, low_open=True,
-               doc="η, the topic-word Dirichlet prior."),
-    Constraint("passes", int, 1, doc="Passes over the corpus (SCVB0, SVB) or iterations (CVB0, "
-                                     "CVB)."),
-    Constraint("time_budget", float, 0, allow_inf=True,
-               doc="Seconds of training before stopping between rounds; 0 or inf: no limit."),
+    Constraint(
+        "alpha",
+        float,
+        0,
+        MAX_PRIOR,
+        low_open=True,
+        doc="α, the symmetric document-topic Dirichlet prior.",
+    ),
+    Constraint("eta", float, 0, MAX_PRIOR, low_open=True, doc="η, the topic-word Dirichlet prior."),
+    Constraint(
+        "passes", int, 1, doc="Passes over the corpus (SCVB0, SVB) or iterations (CVB0, CVB)."
+    ),
+    Constraint(
+        "time_budget",
+        float,
+        0,
+        allow_inf=True,
+        doc="Seconds of training before stopping between rounds; 0 or inf: no limit.",
+    ),
     Constraint("minibatch_size", int, 1, doc="Documents per round."),
-    Constraint("burnin", int, 0, algorithms=_SCVB0,
-               doc="Burn-in passes over each document before the accumulating pass."),
-    Constraint("s_phi", float, 0, low_open=True, algorithms=_SCVB0,
-               doc="s of the topic step ρ^Φ = s/(τ+t)^κ."),
-    Constraint("tau_phi", float, 0, low_open=True, algorithms=_SCVB0,
-               doc="τ of the topic step ρ^Φ."),
-    Constraint("kappa_phi", float, 0.5, 1, low_open=True, algorithms=_SCVB0,
-               doc="κ of the topic step ρ^Φ (Robbins-Monro: in (0.5, 1])."),
-    Constraint("schedule_minibatch", int, 1, algorithms=_SCVB0,
-               doc="Documents per step t of the ρ^Φ schedule."),
-    Constraint("s_theta", float, 0, low_open=True, algorithms=_SCVB0,
-               doc="s of the document step ρ^Θ = s/(τ+t)^κ over a document's tokens."),
-    Constraint("tau_theta", float, 0, low_open=True, algorithms=_SCVB0,
-               doc="τ of the document step ρ^Θ."),
+    Constraint(
+        "burnin",
+        int,
+        0,
+        algorithms=_SCVB0,
+        doc="Burn-in passes over each document before the accumulating pass.",
+    ),
+    Constraint(
+        "s_phi",
+        float,
+        0,
+        low_open=True,
+        algorithms=_SCVB0,
+        doc="s of the topic step ρ^Φ = s/(τ+t)^κ.",
+    ),
+    Constraint(
+        "tau_phi", float, 0, low_open=True, algorithms=_SCVB0, doc="τ of the topic step ρ^Φ."
+    ),
+    Constraint(
+        "kappa_phi",
+        float,
+        0.5,
+        1,
+        low_open=True,
+        algorithms=_SCVB0,
+        doc="κ of the topic step ρ^Φ (Robbins-Monro: in (0.5, 1]).",
+    ),
+    Constraint(
+        "schedule_minibatch",
+        int,
+        1,
+        algorithms=_SCVB0,
+        doc="Documents per step t of the ρ^Φ schedule.",
+    ),
+    Constraint(
+        "s_theta",
+        float,
+        0,
+        low_open=True,
+        algorithms=_SCVB0,
+        doc="s of the document step ρ^Θ = s/(τ+t)^κ over a document's tokens.",
+    ),
+    Constraint(
+        "tau_theta", float, 0, low_open=True, algorithms=_SCVB0, doc="τ of the document step ρ^Θ."
+    ),
     Constraint("kappa_theta", float, 0, 1, algorithms=_SCVB0, doc="κ of the document step ρ^Θ."),
-    Constraint("learning_offset", float, 0, low_open=True, algorithms=_SVB,
-               doc="τ0 of the SVB step ρ = (τ0+t)^-κ."),
-    Constraint("learning_decay", float, 0.5, 1, low_open=True, algorithms=_SVB,
-               doc="κ of the SVB step (Robbins-Monro: in (0.5, 1])."),
+    Constraint(
+        "learning_offset",
+        float,
+        0,
+        low_open=True,
+        algorithms=_SVB,
+        doc="τ0 of the SVB step ρ = (τ0+t)^-κ.",
+    ),
+    Constraint(
+        "learning_decay",
+        float,
+        0.5,
+        1,
+        low_open=True,
+        algorithms=_SVB,
+        doc="κ of the SVB step (Robbins-Monro: in (0.5, 1]).",
+    ),
     Constraint("batch", bool, algorithms=_SVB, doc="SVB: batch VB (one minibatch, ρ = 1)."),
-    Constraint("estep_tol", float, 0, low_open=True, algorithms=_SVB,
-               doc="SVB E-step: mean |Δγ| threshold."),
+    Constraint(
+        "estep_tol",
+        float,
+        0,
+        low_open=True,
+        algorithms=_SVB,
+        doc="SVB E-step: mean |Δγ| threshold.",
+    ),
     Constraint("estep_max_iter", int, 1, algorithms=_SVB, doc="SVB E-step: iteration cap."),
-    Constraint("seed", int, 0, 2 ** 63 - 1, doc="Seed of every random choice."),
-    Constraint("dtype", str, options=("float32", "float64"),
-               doc="Floating point type of the kernels and broadcasts."),
-    Constraint("eval_every", int, 0, doc="Score the held-out documents every n rounds (0: at "
-                                         "the end)."),
-    Constraint("heldout_fraction", float, 0, 1, high_open=True,
-               doc="Seeded fraction of the documents held out of training."),
+    Constraint("seed", int, 0, 2**63 - 1, doc="Seed of every random choice."),
+    Constraint(
+        "dtype",
+        str,
+        options=("float32", "float64"),
+        doc="Floating point type of the kernels and broadcasts.",
+    ),
+    Constraint(
+        "eval_every", int, 0, doc="Score the held-out documents every n rounds (0: at the end)."
+    ),
+    Constraint(
+        "heldout_fraction",
+        float,
+        0,
+        1,
+        high_open=True,
+        doc="Seeded fraction of the documents held out of training.",
+    ),
     Constraint("heldout_count", int, 0, doc="Documents held out of training (wins when > 0)."),
     Constraint("parts_per_slice", int, 0, doc="Tasks per round (0: default parallelism)."),
     Constraint("foldin_max_iter", int, 1, doc="Fold-in iterations of evaluation and transform."),
-    Constraint("checkpoint_interval", int, 0, algorithms=_CVB,
-               doc="Checkpoint the γ blocks every n iterations (0: never)."),
+    Constraint(
+        "checkpoint_interval",
+        int,
+        0,
+        algorithms=_CVB,
+        doc="Checkpoint the γ blocks every n iterations (0: never).",
+    ),
 )
 
 #: name -> :class:`Constraint`.
@@ -270,14 +351,25 @@ class FirstStep:
 
 #: The step schedules checked after the per-value checks (only for their algorithm).
 FIRST_STEPS: tuple[FirstStep, ...] = (
-    FirstStep("scvb0", ("s_phi", "tau_phi", "kappa_phi"), "{s_phi}/{tau_phi}^{kappa_phi}",
-              lambda v: v["s_phi"] / v["tau_phi"] ** v["kappa_phi"]),
-    FirstStep("scvb0", ("s_theta", "tau_theta", "kappa_theta"),
-              "{s_theta}/{tau_theta}^{kappa_theta}",
-              lambda v: v["s_theta"] / v["tau_theta"] ** v["kappa_theta"]),
-    FirstStep("svb", ("learning_offset", "learning_decay"), "{learning_offset}^-{learning_decay}",
-              lambda v: v["learning_offset"] ** -v["learning_decay"],
-              applies=lambda v: not v["batch"]),
+    FirstStep(
+        "scvb0",
+        ("s_phi", "tau_phi", "kappa_phi"),
+        "{s_phi}/{tau_phi}^{kappa_phi}",
+        lambda v: v["s_phi"] / v["tau_phi"] ** v["kappa_phi"],
+    ),
+    FirstStep(
+        "scvb0",
+        ("s_theta", "tau_theta", "kappa_theta"),
+        "{s_theta}/{tau_theta}^{kappa_theta}",
+        lambda v: v["s_theta"] / v["tau_theta"] ** v["kappa_theta"],
+    ),
+    FirstStep(
+        "svb",
+        ("learning_offset", "learning_decay"),
+        "{learning_offset}^-{learning_decay}",
+        lambda v: v["learning_offset"] ** -v["learning_decay"],
+        applies=lambda v: not v["batch"],
+    ),
 )
 
 
@@ -285,16 +377,18 @@ FIRST_STEPS: tuple[FirstStep, ...] = (
 # The validator
 
 
-def check_param(constraint: Constraint, value: Any, owner: str = "LDA",
-                name: str | None = None) -> None:
+def check_param(
+    constraint: Constraint, value: Any, owner: str = "LDA", name: str | None = None
+) -> None:
     """Raise :class:`~sparklda.errors.ParamError` unless ``constraint`` accepts ``value``;
     the message names the parameter as ``name`` (default: the constraint's name)."""
     if not constraint.accepts(value):
         raise constraint.error(value, owner, name)
 
 
-def validate_params(mapping: Mapping[str, Any], owner: str = "LDA", *,
-                    aliases: Mapping[str, str] | None = None) -> TrainParams:
+def validate_params(
+    mapping: Mapping[str, Any], owner: str = "LDA", *, aliases: Mapping[str, str] | None = None
+) -> TrainParams:
     """Check ``mapping`` (TrainParams field names; missing fields take their defaults)
     against :data:`CONSTRAINTS` and :data:`FIRST_STEPS` and return the TrainParams.
 
@@ -311,8 +405,9 @@ def validate_params(mapping: Mapping[str, Any], owner: str = "LDA", *,
 def _refuse_unknown(mapping: Mapping[str, Any], owner: str) -> None:
     unknown = sorted(set(mapping) - set(BY_NAME), key=str)
     if unknown:
-        raise ParamError(f"Unknown {owner} parameter(s) {unknown}; known parameters: "
-                         f"{sorted(BY_NAME)}.")
+        raise ParamError(
+            f"Unknown {owner} parameter(s) {unknown}; known parameters: {sorted(BY_NAME)}."
+        )
 
 
 def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
@@ -328,8 +423,10 @@ def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, s
         if first > 1:
             shown = {n: aliases.get(n, n) for n in s.names}
             given = ", ".join(f"{shown[n]}={values[n]!r}" for n in s.names)
-            raise ParamError(f"The first step {s.formula.format(**shown)} of {owner} must be at "
-                             f"most 1. Got {first:.4g} from {given} instead.")
+            raise ParamError(
+                f"The first step {s.formula.format(**shown)} of {owner} must be at "
+                f"most 1. Got {first:.4g} from {given} instead."
+            )
 
 
 _DEFAULTS = TrainParams().to_dict()

@@ -72,8 +72,9 @@ class TopicStats:
         return TopicStats(np.arange(n_rows, dtype=np.int32), rows, self.extra, self.timings)
 
 
-def normalize_topics(topic_word: ArrayLike, eta: float = 0.0,
-                     topic_axis: int = 1) -> NDArray[np.float64]:
+def normalize_topics(
+    topic_word: ArrayLike, eta: float = 0.0, topic_axis: int = 1
+) -> NDArray[np.float64]:
     """φ̂ (V, K) from topic-word statistics: (N^Φ + η) normalised per topic.
 
     ``topic_axis=0`` accepts a (K, V) matrix (scikit-learn's ``components_``,

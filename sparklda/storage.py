@@ -49,8 +49,10 @@ def active_session(spark=None):
     try:
         return SparkSession.active()
     except Exception as e:
-        raise ModelPathError("Saving and loading go through Spark: start a SparkSession first "
-                             f"(no active session: {e}).") from None
+        raise ModelPathError(
+            "Saving and loading go through Spark: start a SparkSession first "
+            f"(no active session: {e})."
+        ) from None
 
 
 def is_connect(spark) -> bool:
@@ -66,7 +68,7 @@ def _strip_scheme(path: str) -> str:
     """``file:/a/b``, ``file:///a/b`` and ``/a/b`` all become ``/a/b``; ``hdfs://h/a``
     becomes ``/a`` (listing results and given paths compare equal)."""
     m = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?", path)
-    rest = path[m.end():] if m else path
+    rest = path[m.end() :] if m else path
     return "/" + rest.lstrip("/")
 
 
@@ -135,12 +137,16 @@ class SparkFiles:
         for (p,) in rows:
             p = _strip_scheme(p)
             if p.startswith(root):
-                names.add(p[len(root):].split("/", 1)[0])
+                names.add(p[len(root) :].split("/", 1)[0])
         return sorted(names)
 
     def _listing(self, path: str):
-        return (self.spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-                .load(path).select("path"))
+        return (
+            self.spark.read.format("binaryFile")
+            .option("recursiveFileLookup", "true")
+            .load(path)
+            .select("path")
+        )
 
     def delete(self, path: str) -> bool:
         """Delete ``path`` recursively (classic sessions); False under Connect."""
@@ -164,15 +170,17 @@ class SparkFiles:
         while parent is not None and not fs.exists(parent):
             parent = parent.getParent()
         if parent is not None and not fs.getFileStatus(parent).isDirectory():
-            raise ModelPathError(f"Cannot write {path!r}: {parent.toString()} is a file, not a "
-                                 f"directory.")
+            raise ModelPathError(
+                f"Cannot write {path!r}: {parent.toString()} is a file, not a directory."
+            )
         probe = jvm_path = None
         try:
             target = jpath if fs.exists(jpath) else parent
             if target is None:
                 return
             jvm_path = self.spark._jvm.org.apache.hadoop.fs.Path(
-                target, f".sparklda-probe-{uuid.uuid4().hex}")
+                target, f".sparklda-probe-{uuid.uuid4().hex}"
+            )
             probe = fs.create(jvm_path, False)
             probe.close()
         except Exception as e:
@@ -188,8 +196,12 @@ class SparkFiles:
     def write_json(self, path: str, obj: Any) -> None:
         """One JSON line, as a one-file text dataset at ``path`` (must not exist)."""
         text = json.dumps(obj, default=_json_default)
-        (self.spark.createDataFrame([(text,)], "value string").coalesce(1)
-         .write.mode("errorifexists").text(path))
+        (
+            self.spark.createDataFrame([(text,)], "value string")
+            .coalesce(1)
+            .write.mode("errorifexists")
+            .text(path)
+        )
 
     def read_json(self, path: str) -> Any:
         rows = self.spark.read.text(path).collect()
@@ -249,18 +261,31 @@ class CommittedDir:
 
     def commits(self) -> list[Commit]:
         records = self.files.read_json_lines(f"{self.root}/{COMMITS}/*")
-        out = [Commit(r["version"], int(r["seq"]), r.get("kind", ""), r.get("created", ""),
-                      r.get("info", {})) for r in records
-               if "version" in r and r.get("kind") == self.kind]
+        out = [
+            Commit(
+                r["version"],
+                int(r["seq"]),
+                r.get("kind", ""),
+                r.get("created", ""),
+                r.get("info", {}),
+            )
+            for r in records
+            if "version" in r and r.get("kind") == self.kind
+        ]
         return sorted(out, key=lambda c: c.seq)
 
     def latest(self) -> Commit | None:
         commits = self.commits()
         return commits[-1] if commits else None
 
-    def check_target(self, overwrite: bool, what: str = "model",
-                     legacy: tuple[str, ...] = (), is_ours=None,
-                     hint: str = "; pass overwrite=True to replace it.") -> Commit | None:
+    def check_target(
+        self,
+        overwrite: bool,
+        what: str = "model",
+        legacy: tuple[str, ...] = (),
+        is_ours=None,
+        hint: str = "; pass overwrite=True to replace it.",
+    ) -> Commit | None:
         """Before any work: refuse an existing ``what`` without ``overwrite``, a
         directory that is not a sparklda one (even with ``overwrite``), a path under a
         file or one that cannot be written. ``legacy`` names entries that mark an older
@@ -272,17 +297,22 @@ class CommittedDir:
             return None
         latest = self.latest()
         names = set(files.children(self.root))
-        ours = (latest is not None or any(n in names for n in legacy)
-                or (is_ours is not None and bool(is_ours(names))))
+        ours = (
+            latest is not None
+            or any(n in names for n in legacy)
+            or (is_ours is not None and bool(is_ours(names)))
+        )
         if not files.is_dir(self.root):
             raise ModelPathError(f"Cannot write the {what} at {self.given!r}: it is a file.")
         if ours and not overwrite:
             raise ModelExistsError(f"The {what} path {self.given!r} already exists{hint}")
         visible = {n for n in names if not n.startswith((".", "_"))}
         if not ours and visible:
-            raise ModelPathError(f"{self.given!r} exists and is not a sparklda {what} (it holds "
-                                 f"{sorted(visible)[:5]}); refusing to write into it. Choose "
-                                 f"another path or remove it yourself.")
+            raise ModelPathError(
+                f"{self.given!r} exists and is not a sparklda {what} (it holds "
+                f"{sorted(visible)[:5]}); refusing to write into it. Choose "
+                f"another path or remove it yourself."
+            )
         files.check_writable(self.root)
         return latest
 
@@ -291,9 +321,14 @@ class CommittedDir:
         return f"v{seq:06d}-{uuid.uuid4().hex[:8]}", seq
 
     def commit(self, version: str, seq: int, info: dict | None = None) -> Commit:
-        created = _dt.datetime.now(_dt.timezone.utc).isoformat()
-        record = {"version": version, "seq": seq, "kind": self.kind, "created": created,
-                  "info": info or {}}
+        created = _dt.datetime.now(_dt.UTC).isoformat()
+        record = {
+            "version": version,
+            "seq": seq,
+            "kind": self.kind,
+            "created": created,
+            "info": info or {},
+        }
         self.files.write_json(f"{self.root}/{COMMITS}/{version}", record)
         return Commit(version, seq, self.kind, created, info or {})
 

@@ -80,9 +80,14 @@ def _notify(callbacks: Sequence[Callback], hook: str, arg) -> str | None:
     return stop
 
 
-def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
-          callbacks: Sequence[Callback] = (), clock_start: float | None = None,
-          executor: Executor | None = None) -> TrainResult:
+def train(
+    corpus: Corpus,
+    params: TrainParams,
+    initial_topic_word=None,
+    callbacks: Sequence[Callback] = (),
+    clock_start: float | None = None,
+    executor: Executor | None = None,
+) -> TrainResult:
     """Train a model on ``corpus`` with ``params.algorithm``.
 
     Parameters
@@ -94,19 +99,26 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
     executor : how rounds run (default: :class:`ClassicExecutor` on the corpus).
     """
     params.validate()
-    if initial_topic_word is not None and initial_topic_word.shape != (corpus.vocab_size,
-                                                                       params.k):
-        raise ValueError(f"The initial model has shape {initial_topic_word.shape}; this corpus "
-                         f"needs ({corpus.vocab_size}, {params.k}) (vocabulary size, k).")
+    if initial_topic_word is not None and initial_topic_word.shape != (corpus.vocab_size, params.k):
+        raise ValueError(
+            f"The initial model has shape {initial_topic_word.shape}; this corpus "
+            f"needs ({corpus.vocab_size}, {params.k}) (vocabulary size, k)."
+        )
     start = clock_start if clock_start is not None else time.perf_counter()
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)
     if executor is None:
         executor = ClassicExecutor(corpus, params.checkpoint_interval if mode.stateful else 0)
     total_rounds = params.passes * mode.rounds_per_pass
     result = TrainResult(model=None)
-    log.info("training %s: K=%d, %d rounds (%d per pass), %d training documents, %d tokens",
-             params.algorithm, params.k, total_rounds, mode.rounds_per_pass,
-             corpus.n_train_docs, corpus.n_train_tokens)
+    log.info(
+        "training %s: K=%d, %d rounds (%d per pass), %d training documents, %d tokens",
+        params.algorithm,
+        params.k,
+        total_rounds,
+        mode.rounds_per_pass,
+        corpus.n_train_docs,
+        corpus.n_train_tokens,
+    )
 
     def evaluate(t, elapsed):
         t_eval = time.perf_counter()
@@ -114,11 +126,21 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
         score = executor.score(phi, params.alpha, params.foldin_max_iter)
         if score is None:
             return None
-        row = {"round": t + 1, "passes": (t + 1) / mode.rounds_per_pass, "elapsed_s": elapsed,
-               "eval_s": time.perf_counter() - t_eval, **score.as_dict()}
+        row = {
+            "round": t + 1,
+            "passes": (t + 1) / mode.rounds_per_pass,
+            "elapsed_s": elapsed,
+            "eval_s": time.perf_counter() - t_eval,
+            **score.as_dict(),
+        }
         result.evaluations.append(row)
-        log.info("round %d (%.2f passes): held-out log-likelihood %.4f per token, perplexity "
-                 "%.1f", t + 1, row["passes"], score.loglik_per_token, score.perplexity)
+        log.info(
+            "round %d (%.2f passes): held-out log-likelihood %.4f per token, perplexity %.1f",
+            t + 1,
+            row["passes"],
+            score.loglik_per_token,
+            score.perplexity,
+        )
         return row
 
     eval_time = 0.0  # evaluation is excluded from the training clock
@@ -129,8 +151,11 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
             out = executor.init_states(mode)
             mode.set_initial(_merge(out, params.k))
         for t in range(total_rounds):
-            if (params.time_budget and t > 0
-                    and time.perf_counter() - start - eval_time >= params.time_budget):
+            if (
+                params.time_budget
+                and t > 0
+                and time.perf_counter() - start - eval_time >= params.time_budget
+            ):
                 log.info("time budget of %.1f s reached after %d rounds", params.time_budget, t)
                 stopped_by = "time_budget"
                 t -= 1
@@ -143,14 +168,24 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
             info = mode.update(stats, t)
             r3 = time.perf_counter()
             tokens = float(stats.extra.get("tokens", 0.0))
-            row = {"round": t + 1, "passes": (t + 1) / mode.rounds_per_pass,
-                   "elapsed_s": r3 - start - eval_time, "round_s": r3 - r0,
-                   **{k: v for k, v in out.timings.items()},
-                   "merge_s": r2 - r1, "update_s": r3 - r2, "tokens": tokens,
-                   "tokens_per_s": tokens / max(r3 - r0, 1e-9), "tasks": len(out.parts),
-                   "shipped_bytes": out.shipped_bytes, "driver_bytes": out.driver_bytes,
-                   "merged_bytes": stats.nbytes, **_timing_summary(stats),
-                   **executor.round_info(), **info}
+            row = {
+                "round": t + 1,
+                "passes": (t + 1) / mode.rounds_per_pass,
+                "elapsed_s": r3 - start - eval_time,
+                "round_s": r3 - r0,
+                **{k: v for k, v in out.timings.items()},
+                "merge_s": r2 - r1,
+                "update_s": r3 - r2,
+                "tokens": tokens,
+                "tokens_per_s": tokens / max(r3 - r0, 1e-9),
+                "tasks": len(out.parts),
+                "shipped_bytes": out.shipped_bytes,
+                "driver_bytes": out.driver_bytes,
+                "merged_bytes": stats.nbytes,
+                **_timing_summary(stats),
+                **executor.round_info(),
+                **info,
+            }
             if params.eval_every and (t + 1) % params.eval_every == 0 and t + 1 < total_rounds:
                 ev = evaluate(t, row["elapsed_s"])
                 if ev is not None:
@@ -158,9 +193,15 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
                     row.update({k: ev[k] for k in ("heldout_loglik", "perplexity")})
                     stopped_by = _notify(callbacks, "on_evaluation", ev) or stopped_by
             result.rounds.append(row)
-            log.info("round %d/%d, %.2f passes, %.0f tokens/s, step %.4g, %.3f s",
-                     t + 1, total_rounds, row["passes"], row["tokens_per_s"],
-                     info.get("rho", float("nan")), row["round_s"])
+            log.info(
+                "round %d/%d, %.2f passes, %.0f tokens/s, step %.4g, %.3f s",
+                t + 1,
+                total_rounds,
+                row["passes"],
+                row["tokens_per_s"],
+                info.get("rho", float("nan")),
+                row["round_s"],
+            )
             stopped_by = _notify(callbacks, "on_round", row) or stopped_by
             if stopped_by is not None:
                 log.info("training stopped after round %d by %s", t + 1, stopped_by)
@@ -168,10 +209,14 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
         rounds_done = t + 1
         train_seconds = time.perf_counter() - start - eval_time
         meta = {
-            "mode": params.algorithm, "rounds": rounds_done,
-            "passes": rounds_done / mode.rounds_per_pass, "tokens_seen": mode.tokens_seen,
-            "documents_seen": mode.docs_seen, "train_seconds": train_seconds,
-            "params": params.to_dict(), "corpus": corpus.report,
+            "mode": params.algorithm,
+            "rounds": rounds_done,
+            "passes": rounds_done / mode.rounds_per_pass,
+            "tokens_seen": mode.tokens_seen,
+            "documents_seen": mode.docs_seen,
+            "train_seconds": train_seconds,
+            "params": params.to_dict(),
+            "corpus": corpus.report,
         }
         model = TopicModel(mode.topic_word(), params.alpha, params.eta, corpus.vocab, meta)
         result.model = model
@@ -179,9 +224,13 @@ def train(corpus: Corpus, params: TrainParams, initial_topic_word=None,
             ev = evaluate(rounds_done - 1, train_seconds)
             if ev is not None:
                 _notify(callbacks, "on_evaluation", ev)
-        result.report = {"train_seconds": train_seconds, "rounds": rounds_done,
-                         "stopped_by": stopped_by, "corpus": corpus.report,
-                         "mode": {**mode.report(), **executor.report()}}
+        result.report = {
+            "train_seconds": train_seconds,
+            "rounds": rounds_done,
+            "stopped_by": stopped_by,
+            "corpus": corpus.report,
+            "mode": {**mode.report(), **executor.report()},
+        }
     finally:
         executor.close()
     return result

@@ -36,8 +36,9 @@ def merge_vocabularies(old: list, new: list) -> tuple[list, np.ndarray]:
     return merged, mapping
 
 
-def _remap(source: DocSource, mapping: np.ndarray, vocab_size: int, vocab,
-           drop_negative=False) -> DocSource:
+def _remap(
+    source: DocSource, mapping: np.ndarray, vocab_size: int, vocab, drop_negative=False
+) -> DocSource:
     """``source`` with term id t replaced by ``mapping[t]`` (ids outside ``mapping`` are an
     error; with ``drop_negative``, terms mapped to −1 are dropped)."""
     m_bc = source.rdd.context.broadcast(mapping)
@@ -49,8 +50,10 @@ def _remap(source: DocSource, mapping: np.ndarray, vocab_size: int, vocab,
         counts = np.asarray(counts, dtype=np.float64)
         bad = (terms < 0) | (terms >= n)
         if bad.any():
-            raise CorpusError(f"{what} has term id {int(terms[bad][0])} in document {doc_id}, "
-                              f"outside the vocabulary of {n} terms.")
+            raise CorpusError(
+                f"{what} has term id {int(terms[bad][0])} in document {doc_id}, "
+                f"outside the vocabulary of {n} terms."
+            )
         new = m_bc.value[terms]
         if drop_negative:
             keep = new >= 0
@@ -71,16 +74,24 @@ def align_initial(model, source: DocSource, params):
     a vocabulary); the result keeps whichever vocabulary is known.
     """
     if model.k != params.k:
-        raise CorpusError(f"The 'k' parameter ({params.k}) must equal the initial model's k "
-                          f"({model.k}) to continue training from it.")
+        raise CorpusError(
+            f"The 'k' parameter ({params.k}) must equal the initial model's k "
+            f"({model.k}) to continue training from it."
+        )
     if model.vocab is None or source.vocab is None:
         if source.vocab_size != model.vocab_size:
-            raise CorpusError(f"The corpus ({source.what}) has {source.vocab_size} terms but the "
-                              f"initial model has {model.vocab_size}; provide vocabularies on "
-                              f"both sides to merge them.")
+            raise CorpusError(
+                f"The corpus ({source.what}) has {source.vocab_size} terms but the "
+                f"initial model has {model.vocab_size}; provide vocabularies on "
+                f"both sides to merge them."
+            )
         if model.vocab is not None:
-            log.warning("warm start: %s has no vocabulary; its term ids are taken to be the "
-                        "initial model's (%d terms)", source.what, model.vocab_size)
+            log.warning(
+                "warm start: %s has no vocabulary; its term ids are taken to be the "
+                "initial model's (%d terms)",
+                source.what,
+                model.vocab_size,
+            )
         vocab = source.vocab if source.vocab is not None else model.vocab
         # same ids: build_corpus's validation checks them (negative or too large)
         same = DocSource(source.rdd, source.vocab_size, vocab, source.what, source.declared_docs)
@@ -88,8 +99,12 @@ def align_initial(model, source: DocSource, params):
     merged, mapping = merge_vocabularies(model.vocab, source.vocab)
     tw = np.zeros((len(merged), model.k))
     tw[: model.vocab_size] = model.topic_word
-    log.info("warm start: %d terms of the initial model, %d new terms from %s", model.vocab_size,
-             len(merged) - model.vocab_size, source.what)
+    log.info(
+        "warm start: %d terms of the initial model, %d new terms from %s",
+        model.vocab_size,
+        len(merged) - model.vocab_size,
+        source.what,
+    )
     return _remap(source, mapping, len(merged), merged), tw
 
 
@@ -102,11 +117,14 @@ def project_to_vocabulary(source: DocSource, vocab, vocab_size: int) -> DocSourc
     """
     if vocab is None or source.vocab is None:
         if source.vocab_size != vocab_size:
-            raise CorpusError(f"The documents ({source.what}) have {source.vocab_size} terms but "
-                              f"the model has {vocab_size}; provide vocabularies on both sides "
-                              f"to match terms by name.")
+            raise CorpusError(
+                f"The documents ({source.what}) have {source.vocab_size} terms but "
+                f"the model has {vocab_size}; provide vocabularies on both sides "
+                f"to match terms by name."
+            )
         return _remap(source, np.arange(vocab_size), vocab_size, vocab)
     index = {t: i for i, t in enumerate(vocab)}
-    mapping = np.fromiter((index.get(t, -1) for t in source.vocab), dtype=np.int64,
-                          count=len(source.vocab))
+    mapping = np.fromiter(
+        (index.get(t, -1) for t in source.vocab), dtype=np.int64, count=len(source.vocab)
+    )
     return _remap(source, mapping, vocab_size, list(vocab), drop_negative=True)

@@ -18,16 +18,20 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("sparklda-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.driver.memory", "6g")
-               .config("spark.python.worker.reuse", "true")
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sparklda-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "6g")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
-    session.sparkContext.setCheckpointDir(os.path.join(
-        os.environ.get("TMPDIR", "/tmp"), f"sparklda-test-checkpoints-{os.getpid()}"))
+    session.sparkContext.setCheckpointDir(
+        os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sparklda-test-checkpoints-{os.getpid()}")
+    )
     yield session
     session.stop()

@@ -75,7 +75,7 @@ def assert_recovers_planted(topic_word, n_topics=4, words_per_topic=6):
     phi = phi / phi.sum(0, keepdims=True)
     owners = set()
     for t in range(n_topics):
-        block = phi[t * words_per_topic:(t + 1) * words_per_topic]  # (w, K)
+        block = phi[t * words_per_topic : (t + 1) * words_per_topic]  # (w, K)
         k = int(block.sum(0).argmax())
         assert block[:, k].sum() > 0.9, f"block {t} holds only {block[:, k].sum():.2f} of topic {k}"
         owners.add(k)
@@ -94,7 +94,7 @@ def kos_word_docs(first: int, last: int):
     t = t[(t.d - 1 >= first) & (t.d - 1 < last)]
     out = []
     for d, g in t.groupby("d", sort=True):
-        words = [vocab[w - 1] for w, c in zip(g.w, g.c) for _ in range(int(c))]
+        words = [vocab[w - 1] for w, c in zip(g.w, g.c, strict=False) for _ in range(int(c))]
         out.append((int(d) - 1, words))
     return out
 
@@ -143,7 +143,7 @@ heldout_count = 100
 eval_every = 1
 
 [output]
-model = "{tmp_path / 'model'}"
+model = "{tmp_path / "model"}"
 {extra}
 """)
     return str(cfg)
@@ -161,11 +161,12 @@ def job_env(**changes) -> dict:
 
 
 def run(cmd, timeout=600, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                          timeout=timeout, check=False, **kw)
+    return subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, check=False, **kw
+    )
 
 
-PROBE = r'''
+PROBE = r"""
 import json, sys
 from sparklda.cli.config import load_config
 from sparklda.cli.session import build_session, effective_properties
@@ -176,18 +177,25 @@ spark = build_session(cfg, sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] != "
 print("PROBE " + json.dumps({"master": spark.sparkContext.master,
                              "properties": effective_properties(spark)}))
 spark.stop()
-'''
+"""
 
 
-def probe_session(tmp_path, launcher: list, config: str | None = None,
-                  master: str | None = None, sets=(), env=None) -> dict:
+def probe_session(
+    tmp_path,
+    launcher: list,
+    config: str | None = None,
+    master: str | None = None,
+    sets=(),
+    env=None,
+) -> dict:
     """Start a driver with ``launcher`` (``[python]`` or ``[spark-submit, options...]``) that
     builds the jobs' session from ``config``; returns its master and effective properties."""
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
-    out = run([*launcher, script, config or "-", master or "-", *sets], timeout=300,
-              env=env or job_env())
+    out = run(
+        [*launcher, script, config or "-", master or "-", *sets], timeout=300, env=env or job_env()
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     line = [x for x in out.stdout.splitlines() if x.startswith("PROBE ")]
     assert line, out.stdout[-2000:] + out.stderr[-2000:]
-    return json.loads(line[-1][len("PROBE "):])
+    return json.loads(line[-1][len("PROBE ") :])

@@ -11,8 +11,18 @@ import math
 import numpy as np
 
 
-def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
-                s_theta=1.0, tau_theta=10.0, kappa_theta=0.9):
+def scvb0_block(
+    indptr,
+    local,
+    counts,
+    phi_norm,
+    theta_init,
+    alpha,
+    burnin=1,
+    s_theta=1.0,
+    tau_theta=10.0,
+    kappa_theta=0.9,
+):
     """Algorithm 2 of Foulds et al. (2013) for a block of documents, clumped.
 
     Eq. 5: γ_k = φ_norm[w, k] (N^Θ_jk + α), normalised.
@@ -37,8 +47,9 @@ def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
                 gamma = [g / z for g in gamma]
                 rho = s_theta / (tau_theta + t) ** kappa_theta
                 decay = (1.0 - rho) ** m
-                ntheta = [decay * ntheta[k] + c_j * gamma[k] * (1.0 - decay)
-                          for k in range(n_topics)]
+                ntheta = [
+                    decay * ntheta[k] + c_j * gamma[k] * (1.0 - decay) for k in range(n_topics)
+                ]
                 if sweep == burnin:
                     for k in range(n_topics):
                         nhat[w, k] += m * gamma[k]
@@ -46,8 +57,9 @@ def scvb0_block(indptr, local, counts, phi_norm, theta_init, alpha, burnin=1,
     return nhat
 
 
-def scvb0_unclumped_doc(terms, phi_norm, theta_init, alpha, burnin=1, s_theta=1.0,
-                        tau_theta=10.0, kappa_theta=0.9):
+def scvb0_unclumped_doc(
+    terms, phi_norm, theta_init, alpha, burnin=1, s_theta=1.0, tau_theta=10.0, kappa_theta=0.9
+):
     """Algorithm 2 for one document given as a token list, one token at a time.
 
     Eq. 5 and Eq. 6 per token, with no clumping, except that within a run of
@@ -183,8 +195,7 @@ def splitmix64(x):
 def doc_key(seed, stream, doc_id):
     """The 64-bit key of a document: splitmix64(doc_id ^ splitmix64(seed·M1 + stream)),
     doc_id taken as a 64-bit two's-complement integer, seed mod 2^64, stream mod 2^32."""
-    base = splitmix64(((seed & _MASK64) * 0xBF58476D1CE4E5B9 + (stream & 0xFFFFFFFF))
-                      & _MASK64)
+    base = splitmix64(((seed & _MASK64) * 0xBF58476D1CE4E5B9 + (stream & 0xFFFFFFFF)) & _MASK64)
     return splitmix64((doc_id & _MASK64) ^ base)
 
 

@@ -36,8 +36,20 @@ def dirichlet_expectation(row):
     return [float(digamma(float(x))) - psi_total for x in row]
 
 
-def _cvb_sweep(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, second_order,
-               var_phi=None, var_z=None):
+def _cvb_sweep(
+    indptr,
+    local,
+    counts,
+    gamma,
+    nphi,
+    nz,
+    alpha,
+    eta,
+    w_eta,
+    second_order,
+    var_phi=None,
+    var_z=None,
+):
     """One sweep of Eq. 3 (CVB0) or Eq. 18 (CVB), clumped, γ updated pair by pair.
 
     The statistics a pair p = (j, u) sees are, by definition of the
@@ -68,24 +80,38 @@ def _cvb_sweep(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, second
             weights = []
             for k in range(n_topics):
                 n_theta = sum(mean(q, k, g) for q in doc if q != p)
-                n_phi = (float(nphi[u, k]) - sum(mean(q, k, g0) for q in same_term)
-                         + sum(mean(q, k, g) for q in same_term if q != p))
-                n_z = (float(nz[k]) - sum(mean(q, k, g0) for q in range(n_pairs))
-                       + sum(mean(q, k, g) for q in range(n_pairs) if q != p))
+                n_phi = (
+                    float(nphi[u, k])
+                    - sum(mean(q, k, g0) for q in same_term)
+                    + sum(mean(q, k, g) for q in same_term if q != p)
+                )
+                n_z = (
+                    float(nz[k])
+                    - sum(mean(q, k, g0) for q in range(n_pairs))
+                    + sum(mean(q, k, g) for q in range(n_pairs) if q != p)
+                )
                 n_theta, n_phi, n_z = max(n_theta, 0.0), max(n_phi, 0.0), max(n_z, 0.0)
                 # Eq. 3 / first line of Eq. 18
                 w = (n_phi + eta) / (n_z + w_eta) * (n_theta + alpha)
                 if second_order:
                     v_theta = sum(var(q, k, g) for q in doc if q != p)
-                    v_phi = (float(var_phi[u, k]) - sum(var(q, k, g0) for q in same_term)
-                             + sum(var(q, k, g) for q in same_term if q != p))
-                    v_z = (float(var_z[k]) - sum(var(q, k, g0) for q in range(n_pairs))
-                           + sum(var(q, k, g) for q in range(n_pairs) if q != p))
+                    v_phi = (
+                        float(var_phi[u, k])
+                        - sum(var(q, k, g0) for q in same_term)
+                        + sum(var(q, k, g) for q in same_term if q != p)
+                    )
+                    v_z = (
+                        float(var_z[k])
+                        - sum(var(q, k, g0) for q in range(n_pairs))
+                        + sum(var(q, k, g) for q in range(n_pairs) if q != p)
+                    )
                     v_theta, v_phi, v_z = max(v_theta, 0.0), max(v_phi, 0.0), max(v_z, 0.0)
                     # second line of Eq. 18 (from Eq. 17 applied to each log term of Eq. 15)
-                    w *= math.exp(-v_theta / (2.0 * (n_theta + alpha) ** 2)
-                                  - v_phi / (2.0 * (n_phi + eta) ** 2)
-                                  + v_z / (2.0 * (n_z + w_eta) ** 2))
+                    w *= math.exp(
+                        -v_theta / (2.0 * (n_theta + alpha) ** 2)
+                        - v_phi / (2.0 * (n_phi + eta) ** 2)
+                        + v_z / (2.0 * (n_z + w_eta) ** 2)
+                    )
                 weights.append(w)
             total = sum(weights)
             g[p] = [w / total for w in weights]
@@ -115,8 +141,9 @@ def cvb0_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta):
     storage order. Does not modify ``gamma``; returns
     ``(new_gamma, delta_nphi, delta_nz)``.
     """
-    new_gamma, d_nphi, d_nz, _, _ = _cvb_sweep(indptr, local, counts, gamma, nphi, nz,
-                                               alpha, eta, w_eta, False)
+    new_gamma, d_nphi, d_nz, _, _ = _cvb_sweep(
+        indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, False
+    )
     return new_gamma, d_nphi, d_nz
 
 
@@ -127,12 +154,12 @@ def cvb_block(indptr, local, counts, gamma, nphi, nz, var_phi, var_z, alpha, eta
     all statistics "−p". Does not modify ``gamma``; returns
     ``(new_gamma, delta_nphi, delta_nz, delta_var_phi, delta_var_z)``.
     """
-    return _cvb_sweep(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, True,
-                      var_phi, var_z)
+    return _cvb_sweep(
+        indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, True, var_phi, var_z
+    )
 
 
-def svb_estep_block(indptr, local, counts, exp_elogbeta, alpha, gamma_init, max_iter=100,
-                    tol=1e-3):
+def svb_estep_block(indptr, local, counts, exp_elogbeta, alpha, gamma_init, max_iter=100, tol=1e-3):
     """E-step of Algorithm 2 of Hoffman et al. (2010), as ``onlineldavb.py`` ``do_e_step``.
 
     Per document: E[log θ_k] = ψ(γ_k) − ψ(Σγ); φ_pk ∝ exp(E[log θ_k]) expElogβ[u_p, k];
@@ -208,13 +235,18 @@ def cvb_exact_pair_gamma(indptr, local, counts, gamma, p, alpha, eta, w_eta):
     u = int(local[p])
     logits = []
     for k in range(n_topics):
+
         def tokens(qs, k=k):
             return [float(gamma[q, k]) for q in qs if q != p for _ in range(int(counts[q]))]
+
         in_doc = tokens(_pairs(indptr, doc))
         same_term = tokens([q for q in range(n_pairs) if int(local[q]) == u])
         everywhere = tokens(range(n_pairs))
-        logits.append(_expected_log(alpha, in_doc) + _expected_log(eta, same_term)
-                      - _expected_log(w_eta, everywhere))
+        logits.append(
+            _expected_log(alpha, in_doc)
+            + _expected_log(eta, same_term)
+            - _expected_log(w_eta, everywhere)
+        )
     top = max(logits)
     w = [math.exp(x - top) for x in logits]
     return np.array([x / sum(w) for x in w])

@@ -28,7 +28,7 @@ def write_uci(folder, docs, v):
     os.makedirs(folder, exist_ok=True)
     lines = []
     for d, terms, counts in docs:
-        for t, c in zip(terms, counts):
+        for t, c in zip(terms, counts, strict=False):
             lines.append(f"{d + 1} {t + 1} {int(c)}")
     with gzip.open(os.path.join(folder, "docword.txt.gz"), "wt") as f:
         f.write(f"{len(docs)}\n{v}\n{len(lines)}\n")
@@ -49,11 +49,33 @@ def tiny_corpus(tmp_path_factory):
 def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
     out = tmp_path / "out"
     page = tmp_path / "benchmarks.md"
-    args = cli.parser().parse_args([
-        "--quick", "--corpora", f"{tiny_corpus}:4", "--heldout", "planted=20",
-        "--systems", "scvb0,mllib-online-tuned", "--passes", "2", "--mllib-passes", "0.2",
-        "--sweep-minibatch", "0", "--scaling", "1,2", "--param", "minibatch_size=70",
-        "--out", str(out), "--report", str(page), "--notes", ""])
+    args = cli.parser().parse_args(
+        [
+            "--quick",
+            "--corpora",
+            f"{tiny_corpus}:4",
+            "--heldout",
+            "planted=20",
+            "--systems",
+            "scvb0,mllib-online-tuned",
+            "--passes",
+            "2",
+            "--mllib-passes",
+            "0.2",
+            "--sweep-minibatch",
+            "0",
+            "--scaling",
+            "1,2",
+            "--param",
+            "minibatch_size=70",
+            "--out",
+            str(out),
+            "--report",
+            str(page),
+            "--notes",
+            "",
+        ]
+    )
     results = cli.run(spark, args, command="benchmarks/run.py --quick (test)")
 
     assert results["corpora"]["planted"]["heldout_documents"] == 20
@@ -83,42 +105,98 @@ def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
     assert 0 < floor["job_s"] <= floor["round_s"]
     assert floor["broadcast_bytes"] > 0
 
-    for name in ("results.json", "points.csv", "rounds.csv", "sweep.csv", "scaling.csv",
-                 "kernel.csv", "curves.png"):
+    for name in (
+        "results.json",
+        "points.csv",
+        "rounds.csv",
+        "sweep.csv",
+        "scaling.csv",
+        "kernel.csv",
+        "curves.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     saved = json.loads((out / "results.json").read_text())
     assert {t["id"] for t in saved["targets"]} >= {1, 5, 6, 7}
     assert all(t["status"] in ("PASS", "MISS") for t in saved["targets"])
     text = page.read_text()
-    for needle in ("## Targets", "curves.png", "benchmarks/run.py --quick (test)", "Spark 4",
-                   "## Closing note", "## Minibatch size", "## Round cost against corpus size",
-                   "## A round without the kernel"):
+    for needle in (
+        "## Targets",
+        "curves.png",
+        "benchmarks/run.py --quick (test)",
+        "Spark 4",
+        "## Closing note",
+        "## Minibatch size",
+        "## Round cost against corpus size",
+        "## A round without the kernel",
+    ):
         assert needle in text, needle
 
 
 def _fake_results():
     pts = []
-    for s, series in {"scvb0": [(1, 2.0, -7.9), (5, 4.0, -7.4)],
-                      "mllib-online-default": [(1, 10.0, -8.1), (5, 50.0, -7.7)]}.items():
+    for s, series in {
+        "scvb0": [(1, 2.0, -7.9), (5, 4.0, -7.4)],
+        "mllib-online-default": [(1, 10.0, -8.1), (5, 50.0, -7.7)],
+    }.items():
         for passes, t, ll in series:
-            pts.append({"corpus": "uci_kos", "system": s, "k": 50, "passes": float(passes),
-                        "round": passes, "elapsed_s": t, "heldout_loglik": ll,
-                        "perplexity": float(np.exp(-ll)), "eval_s": 0.1})
+            pts.append(
+                {
+                    "corpus": "uci_kos",
+                    "system": s,
+                    "k": 50,
+                    "passes": float(passes),
+                    "round": passes,
+                    "elapsed_s": t,
+                    "heldout_loglik": ll,
+                    "perplexity": float(np.exp(-ll)),
+                    "eval_s": 0.1,
+                }
+            )
     return {
-        "meta": {"command": "x", "date": "today", "alpha": 0.1, "run_seconds": 60.0,
-                 "machine": {"cores": 2, "memory_bytes": 2 ** 34, "spark": "4.3.0",
-                             "java": "openjdk 17", "master": "local[2]"}},
-        "corpora": {"uci_kos": {"k": 50, "training_documents": 3000, "heldout_documents": 430,
-                                "training_tokens": 4e5, "training_pairs": 3e5,
-                                "vocab_size": 6906}},
-        "systems": {"uci_kos": {"scvb0": {"points": pts[:2]},
-                                "mllib-online-default": {"points": pts[2:]}}},
+        "meta": {
+            "command": "x",
+            "date": "today",
+            "alpha": 0.1,
+            "run_seconds": 60.0,
+            "machine": {
+                "cores": 2,
+                "memory_bytes": 2**34,
+                "spark": "4.3.0",
+                "java": "openjdk 17",
+                "master": "local[2]",
+            },
+        },
+        "corpora": {
+            "uci_kos": {
+                "k": 50,
+                "training_documents": 3000,
+                "heldout_documents": 430,
+                "training_tokens": 4e5,
+                "training_pairs": 3e5,
+                "vocab_size": 6906,
+            }
+        },
+        "systems": {
+            "uci_kos": {"scvb0": {"points": pts[:2]}, "mllib-online-default": {"points": pts[2:]}}
+        },
         "points": pts,
-        "kernel": [{"k": 100, "dtype": "float32", "kernel_updates_per_s": 4e8,
-                    "ceiling_updates_per_s": 2e9, "kernel_over_ceiling": 0.2, "docs": 10,
-                    "pairs": 100, "distinct_terms": 50, "sweeps": 2}],
-        "scaling": [{"corpus": "c", "replicas": 1, "median_round_s": 1.0},
-                    {"corpus": "c", "replicas": 2, "median_round_s": 1.05}],
+        "kernel": [
+            {
+                "k": 100,
+                "dtype": "float32",
+                "kernel_updates_per_s": 4e8,
+                "ceiling_updates_per_s": 2e9,
+                "kernel_over_ceiling": 0.2,
+                "docs": 10,
+                "pairs": 100,
+                "distinct_terms": 50,
+                "sweeps": 2,
+            }
+        ],
+        "scaling": [
+            {"corpus": "c", "replicas": 1, "median_round_s": 1.0},
+            {"corpus": "c", "replicas": 2, "median_round_s": 1.05},
+        ],
         "notes": {"4": "a note on the kernel"},
     }
 
@@ -154,15 +232,22 @@ def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
     try:
         assert len(bc.heldout_ids) == 20 and bc.n_train_docs == 130
         assert set(bc.heldout_ids).isdisjoint(
-            r.doc_id for r in bc.train_df.select("doc_id").collect())
+            r.doc_id for r in bc.train_df.select("doc_id").collect()
+        )
         probe = CorpusProbe(spark.sparkContext)
-        fit(bc.sparklda_source(), TrainParams(k=4, passes=1, **bc.holdout_params()),
-            callbacks=[probe])
+        fit(
+            bc.sparklda_source(),
+            TrainParams(k=4, passes=1, **bc.holdout_params()),
+            callbacks=[probe],
+        )
         check_same_heldout(bc, probe, "scvb0", check_ids=True)
 
         other = CorpusProbe(spark.sparkContext)
-        fit(bc.sparklda_source(),
-            TrainParams(k=4, passes=1, **{**bc.holdout_params(), "seed": 1}), callbacks=[other])
+        fit(
+            bc.sparklda_source(),
+            TrainParams(k=4, passes=1, **{**bc.holdout_params(), "seed": 1}),
+            callbacks=[other],
+        )
         with pytest.raises(HeldoutMismatch, match="other documents"):
             check_same_heldout(bc, other, "scvb0", check_ids=True)
     finally:
@@ -192,12 +277,16 @@ def test_targets_file_is_the_judge(tmp_path):
     assert rows[4]["status"] == "PASS" and rows[4]["target"].startswith("K=100 float32 ≥ 3e+08")
 
     bad = tmp_path / "targets.toml"
-    bad.write_text('[[target]]\nid = 1\nmeasure = "kernel_share"\ncomparison = "=="\n'
-                   'threshold = 0.6\ndescription = "x"\n')
+    bad.write_text(
+        '[[target]]\nid = 1\nmeasure = "kernel_share"\ncomparison = "=="\n'
+        'threshold = 0.6\ndescription = "x"\n'
+    )
     with pytest.raises(ValueError, match=r"targets.toml: target 1: 'comparison'"):
         report.load_targets(str(bad))
-    bad.write_text('[[target]]\nid = 4\nmeasure = "kernel_throughput"\ncomparison = ">="\n'
-                   'threshold = 5e8\ndescription = "x"\n')
+    bad.write_text(
+        '[[target]]\nid = 4\nmeasure = "kernel_throughput"\ncomparison = ">="\n'
+        'threshold = 5e8\ndescription = "x"\n'
+    )
     with pytest.raises(ValueError, match="needs k, dtype"):
         report.load_targets(str(bad))
 
@@ -211,8 +300,10 @@ def test_committed_page_regenerates_from_its_results():
     results["notes"] = cli.load_notes(cli.DEFAULT_NOTES) or results.get("notes", {})
     spec = report.load_targets()
     targets = report.evaluate_targets(results, spec=spec)
-    paths = {"json": os.path.join(docs, "benchmarks", "results.json"),
-             "plot": os.path.join(docs, "benchmarks", "curves.png")}
+    paths = {
+        "json": os.path.join(docs, "benchmarks", "results.json"),
+        "plot": os.path.join(docs, "benchmarks", "curves.png"),
+    }
     text = report.render_markdown(results, targets, paths, docs, spec)
     with open(os.path.join(docs, "benchmarks.md")) as f:
         committed = f.read()
@@ -222,6 +313,7 @@ def test_committed_page_regenerates_from_its_results():
 
     assert lines(text) == lines(committed)
     assert "| 6 | lda_newsgroups | kernel ≥ 60% of a round at default settings |" in text
+
 
 # --------------------------------------------------------------------------
 # the benchmark stays outside the library and uses its public API only
@@ -255,8 +347,16 @@ def test_library_never_imports_the_benchmark():
 
 
 #: What the benchmark may import from sparklda: its public modules.
-PUBLIC = {"sparklda.api", "sparklda.block", "sparklda.corpus", "sparklda.evaluation",
-          "sparklda.kernels", "sparklda.modes", "sparklda.params", "sparklda.training"}
+PUBLIC = {
+    "sparklda.api",
+    "sparklda.block",
+    "sparklda.corpus",
+    "sparklda.evaluation",
+    "sparklda.kernels",
+    "sparklda.modes",
+    "sparklda.params",
+    "sparklda.training",
+}
 
 
 def test_benchmark_uses_the_public_api_only():

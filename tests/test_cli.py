@@ -35,7 +35,8 @@ def test_shipped_configs_are_byte_identical_to_the_top_level_conf_files():
 
 
 def test_print_config_writes_the_shipped_file_and_it_is_a_valid_configuration(
-        tmp_path, capsysbinary):
+    tmp_path, capsysbinary
+):
     assert train.main(["--print-config", "local"]) == 0
     text = capsysbinary.readouterr().out
     assert text == shipped_config("local")
@@ -46,7 +47,8 @@ def test_print_config_writes_the_shipped_file_and_it_is_a_valid_configuration(
 
     assert train.main(["--print-config", "nope"]) == 2
     assert b"No shipped configuration named 'nope'; choose from ['cluster', 'local'" in (
-        capsysbinary.readouterr().err)
+        capsysbinary.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("name", ["local", "cluster", "modes", "warmstart"])
@@ -64,18 +66,32 @@ def test_every_shipped_config_passes_the_checks(name, tmp_path):
 
 
 def test_set_parses_toml_literals_and_dotted_keys(tmp_path):
-    cfg = load_config(None, [
-        "training.k=12", "training.alpha=0.5", "training.algorithm=cvb0", "output.overwrite=true",
-        "output.model=out/x", 'spark.conf."spark.executor.memory"=512m',
-        "spark.conf.spark.executor.cores=2", 'spark.conf."spark.ui.enabled"=false',
-        "infer.input.format=uci", "infer.input.docword=d"],
-        ["spark.driver.memory=3g", "spark.hadoop.fs.x = a=b"])
+    cfg = load_config(
+        None,
+        [
+            "training.k=12",
+            "training.alpha=0.5",
+            "training.algorithm=cvb0",
+            "output.overwrite=true",
+            "output.model=out/x",
+            'spark.conf."spark.executor.memory"=512m',
+            "spark.conf.spark.executor.cores=2",
+            'spark.conf."spark.ui.enabled"=false',
+            "infer.input.format=uci",
+            "infer.input.docword=d",
+        ],
+        ["spark.driver.memory=3g", "spark.hadoop.fs.x = a=b"],
+    )
     assert cfg["training"] == {"k": 12, "alpha": 0.5, "algorithm": "cvb0"}
     assert cfg["output"] == {"overwrite": True, "model": "out/x"}
     # keys under spark.conf are Spark properties by their full name, never nested tables
-    assert cfg["spark"]["conf"] == {"spark.executor.memory": "512m", "spark.executor.cores": 2,
-                                    "spark.ui.enabled": False, "spark.driver.memory": "3g",
-                                    "spark.hadoop.fs.x": "a=b"}
+    assert cfg["spark"]["conf"] == {
+        "spark.executor.memory": "512m",
+        "spark.executor.cores": 2,
+        "spark.ui.enabled": False,
+        "spark.driver.memory": "3g",
+        "spark.hadoop.fs.x": "a=b",
+    }
     assert cfg["infer"] == {"input": {"format": "uci", "docword": "d"}}
     assert flatten_spark_conf(cfg["spark"]["conf"])["spark.ui.enabled"] == "false"
     check_config(cfg)
@@ -84,19 +100,26 @@ def test_set_parses_toml_literals_and_dotted_keys(tmp_path):
         load_config(None, [], ["spark.executor.memory"])
     with pytest.raises(ConfigError, match="is not a TOML key"):
         load_config(None, ["training..k=3"])
-    with pytest.raises(ConfigError, match=r"infer.input is a table; set one of its keys "
-                                          r"\(\['format'\]\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"infer.input is a table; set one of its keys "
+        r"\(\['format'\]\)",
+    ):
         load_config(None, ["infer.input.format=uci", "infer.input=docs.txt"])
 
 
 def test_unquoted_property_names_in_a_file_are_joined_back(tmp_path):
     path = tmp_path / "c.toml"
-    path.write_text('[spark.conf]\nspark.executor.memory = "2g"\n"spark.ui.enabled" = true\n'
-                    'spark.sql.shuffle.partitions = 8\n')
+    path.write_text(
+        '[spark.conf]\nspark.executor.memory = "2g"\n"spark.ui.enabled" = true\n'
+        "spark.sql.shuffle.partitions = 8\n"
+    )
     cfg = check_config(load_config(str(path)))
     assert flatten_spark_conf(cfg["spark"]["conf"]) == {
-        "spark.executor.memory": "2g", "spark.ui.enabled": "true",
-        "spark.sql.shuffle.partitions": "8"}
+        "spark.executor.memory": "2g",
+        "spark.ui.enabled": "true",
+        "spark.sql.shuffle.partitions": "8",
+    }
     path.write_text('[spark.conf]\n"spark.jars" = ["a.jar"]\n')
     with pytest.raises(ConfigError, match='spark.conf."spark.jars" must be a string, number'):
         check_config(load_config(str(path)))
@@ -107,21 +130,39 @@ def test_unquoted_property_names_in_a_file_are_joined_back(tmp_path):
 
 
 def test_plan_under_spark_submit_keeps_what_spark_submit_set():
-    cfg = {"spark": {"master": "local[2]", "app_name": "lda", "conf": {
-        "spark.executor.memory": "8g", "spark.driver.memory": "16g",
-        "spark.sql.shuffle.partitions": 4, "spark.network.timeout": "301s"}}}
-    given = {"spark.master": "yarn", "spark.executor.memory": "2g", "spark.app.name": "job.py",
-             "spark.submit.deployMode": "cluster"}
+    cfg = {
+        "spark": {
+            "master": "local[2]",
+            "app_name": "lda",
+            "conf": {
+                "spark.executor.memory": "8g",
+                "spark.driver.memory": "16g",
+                "spark.sql.shuffle.partitions": 4,
+                "spark.network.timeout": "301s",
+            },
+        }
+    }
+    given = {
+        "spark.master": "yarn",
+        "spark.executor.memory": "2g",
+        "spark.app.name": "job.py",
+        "spark.submit.deployMode": "cluster",
+    }
     apply, lost = plan_properties(cfg, "local[4]", "x", given, True, "job.py")
     assert "spark.master" not in apply and "spark.executor.memory" not in apply
-    assert apply == {"spark.app.name": "lda", "spark.sql.shuffle.partitions": "4",
-                     "spark.network.timeout": "301s", "spark.ui.showConsoleProgress": "false",
-                     "spark.task.maxDirectResultSize": "64m"}
+    assert apply == {
+        "spark.app.name": "lda",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.network.timeout": "301s",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.task.maxDirectResultSize": "64m",
+    }
     # the driver JVM is already running: its memory is spark-submit's business
     assert lost == {"spark.executor.memory": "8g", "spark.driver.memory": "16g"}
     # an application name given to spark-submit (--name) is kept
-    apply, _ = plan_properties(cfg, None, "x", {**given, "spark.app.name": "nightly"}, True,
-                               "job.py")
+    apply, _ = plan_properties(
+        cfg, None, "x", {**given, "spark.app.name": "nightly"}, True, "job.py"
+    )
     assert "spark.app.name" not in apply
 
 
@@ -137,9 +178,13 @@ def test_plan_with_plain_python_uses_master_option_then_config_then_local2():
 def test_effective_properties_redact_secrets():
     class Conf:
         def getAll(self):
-            return [("spark.master", "local[2]"), ("spark.authenticate.secret", "s3"),
-                    ("spark.hadoop.fs.s3a.access.key", "AKIA"), ("spark.x", "password=1"),
-                    ("spark.executor.memory", "1g")]
+            return [
+                ("spark.master", "local[2]"),
+                ("spark.authenticate.secret", "s3"),
+                ("spark.hadoop.fs.s3a.access.key", "AKIA"),
+                ("spark.x", "password=1"),
+                ("spark.executor.memory", "1g"),
+            ]
 
     class Context:
         def getConf(self):
@@ -183,8 +228,9 @@ def test_plain_python_master_and_properties(tmp_path):
     assert probe_session(tmp_path, py, str(cfg), master="local[1]")["master"] == "local[1]"
 
     # PYSPARK_SUBMIT_ARGS is pyspark's spark-submit command line: it wins
-    env = job_env(PYSPARK_SUBMIT_ARGS="--master local[3] --conf spark.sql.shuffle.partitions=9 "
-                                      "pyspark-shell")
+    env = job_env(
+        PYSPARK_SUBMIT_ARGS="--master local[3] --conf spark.sql.shuffle.partitions=9 pyspark-shell"
+    )
     submitted = probe_session(tmp_path, py, str(cfg), env=env)
     assert submitted["master"] == "local[3]"
     assert submitted["properties"]["spark.sql.shuffle.partitions"] == "9"
@@ -195,11 +241,24 @@ def test_spark_submit_settings_win_over_the_configuration(tmp_path):
     """The precedence bug: the config's master (local[2]) overrode spark-submit's."""
     cfg = tmp_path / "c.toml"
     cfg.write_text(PRECEDENCE_CONFIG)
-    got = probe_session(tmp_path, [
-        spark_bin("spark-submit"), "--master", "local[1]", "--driver-memory", "700m",
-        "--conf", "spark.sql.shuffle.partitions=7", "--conf", "spark.executor.memory=600m",
-        "--conf", "spark.ui.enabled=false"], str(cfg), sets=[
-        'spark.conf."spark.network.timeout"=302s'])
+    got = probe_session(
+        tmp_path,
+        [
+            spark_bin("spark-submit"),
+            "--master",
+            "local[1]",
+            "--driver-memory",
+            "700m",
+            "--conf",
+            "spark.sql.shuffle.partitions=7",
+            "--conf",
+            "spark.executor.memory=600m",
+            "--conf",
+            "spark.ui.enabled=false",
+        ],
+        str(cfg),
+        sets=['spark.conf."spark.network.timeout"=302s'],
+    )
     assert got["master"] == "local[1]"
     props = got["properties"]
     assert props["spark.sql.shuffle.partitions"] == "7"
@@ -226,9 +285,20 @@ def test_main_dispatches_subcommands(capsysbinary):
 
 
 def test_python_dash_m_sparklda(tmp_path):
-    out = run([sys.executable, "-m", "sparklda", "train", "--config",
-               os.path.join(ROOT, "conf", "local.toml"), "--set", "training.k.x=3"],
-              timeout=120, cwd=tmp_path)
+    out = run(
+        [
+            sys.executable,
+            "-m",
+            "sparklda",
+            "train",
+            "--config",
+            os.path.join(ROOT, "conf", "local.toml"),
+            "--set",
+            "training.k.x=3",
+        ],
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 2
     assert "error: --set 'training.k.x=3': training.k is a value (50), not a table" in out.stderr
     out = run([sys.executable, "-m", "sparklda", "train", "--help"], timeout=120)
@@ -241,18 +311,33 @@ def test_python_dash_m_sparklda(tmp_path):
 
 
 def test_compare_defaults_to_the_shipped_corpus_and_runs_without_heldout(spark):
-    args = compare.parser().parse_args(["--modes", "scvb0", "--k", "3", "--passes", "1",
-                                        "--minibatch-size", "2000", "--heldout-count", "0"])
-    assert compare.corpus_files(args.data) == (KOS_DOCWORD, KOS_DOCWORD.replace(
-        "docword.txt.gz", "vocab.txt"))
+    args = compare.parser().parse_args(
+        [
+            "--modes",
+            "scvb0",
+            "--k",
+            "3",
+            "--passes",
+            "1",
+            "--minibatch-size",
+            "2000",
+            "--heldout-count",
+            "0",
+        ]
+    )
+    assert compare.corpus_files(args.data) == (
+        KOS_DOCWORD,
+        KOS_DOCWORD.replace("docword.txt.gz", "vocab.txt"),
+    )
     rows = compare.run(spark, args)
     assert len(rows) == 1 and rows[0]["mode"] == "scvb0" and rows[0]["rounds"] == 2
     assert rows[0]["heldout_loglik"] is None and rows[0]["heldout_documents"] == 0
     assert "| scvb0 | 1 | - | - |" in compare.format_table(rows)
 
 
-def test_compare_checks_settings_before_spark_and_uses_the_jobs_session(tmp_path, capsys,
-                                                                        monkeypatch):
+def test_compare_checks_settings_before_spark_and_uses_the_jobs_session(
+    tmp_path, capsys, monkeypatch
+):
     calls = []
 
     def fake_session(cfg, master, app_name):

@@ -39,8 +39,14 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 CONFIG = os.path.join(ROOT, "sparklda", "conf", "local.toml")
 #: the run of every part: K=10, two passes, two tasks per round
-SETTINGS = ["training.k=10", "training.passes=2", "training.parts_per_slice=2",
-            "training.seed=3", "evaluation.heldout_count=100", "evaluation.eval_every=0"]
+SETTINGS = [
+    "training.k=10",
+    "training.passes=2",
+    "training.parts_per_slice=2",
+    "training.seed=3",
+    "evaluation.heldout_count=100",
+    "evaluation.eval_every=0",
+]
 
 
 def _master_state(ui_port: int) -> dict:
@@ -61,18 +67,31 @@ def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("cluster")
     port, ui_port = free_port(), free_port()
     # no PYTHONPATH: the executors get sparklda only from the driver (ship_package)
-    env = job_env(PYTHONPATH=None, SPARK_HOME=spark_home(), SPARK_LOCAL_IP="127.0.0.1",
-                  SPARK_LOG_DIR=str(base / "logs"), SPARK_WORKER_DIR=str(base / "work"))
+    env = job_env(
+        PYTHONPATH=None,
+        SPARK_HOME=spark_home(),
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOG_DIR=str(base / "logs"),
+        SPARK_WORKER_DIR=str(base / "work"),
+    )
     procs: list[subprocess.Popen] = []
     logs = []
     files = contextlib.ExitStack()
 
     def start(name, args):
-        log = files.enter_context(open(base / f"{name}.log", "w"))  # noqa: SIM115
+        log = files.enter_context(open(base / f"{name}.log", "w"))
         logs.append((name, base / f"{name}.log"))
-        procs.append(subprocess.Popen([spark_bin("spark-class"), *args], env=env, cwd=base,
-                                      stdout=log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [spark_bin("spark-class"), *args],
+                env=env,
+                cwd=base,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
 
     def wait_for_workers(n, timeout=180):
         deadline = time.time() + timeout
@@ -92,20 +111,49 @@ def cluster(tmp_path_factory):
                 time.sleep(1)
                 continue
             break
-        raise RuntimeError(f"the cluster did not come up: {state}\n" + "\n".join(
-            f"--- {name}\n{_tail(path)}" for name, path in logs))
+        raise RuntimeError(
+            f"the cluster did not come up: {state}\n"
+            + "\n".join(f"--- {name}\n{_tail(path)}" for name, path in logs)
+        )
 
     try:
-        start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                         "--port", str(port), "--webui-port", str(ui_port)])
+        start(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui_port),
+            ],
+        )
         for i in range(2):
-            start(f"worker{i}", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                 "--cores", "1", "--memory", "1g", "--webui-port",
-                                 str(free_port()), "--work-dir", str(base / f"work{i}"),
-                                 f"spark://127.0.0.1:{port}"])
+            start(
+                f"worker{i}",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(free_port()),
+                    "--work-dir",
+                    str(base / f"work{i}"),
+                    f"spark://127.0.0.1:{port}",
+                ],
+            )
         state = wait_for_workers(2)
-        yield {"url": f"spark://127.0.0.1:{port}", "ui_port": ui_port, "dir": base,
-               "workers": state["workers"]}
+        yield {
+            "url": f"spark://127.0.0.1:{port}",
+            "ui_port": ui_port,
+            "dir": base,
+            "workers": state["workers"],
+        }
     finally:
         for p in procs:  # the process groups: the workers' executors die with them
             try:
@@ -125,7 +173,7 @@ def _executors_with_tasks(executors) -> set[str]:
     return {e["id"] for e in executors if e["id"] != "driver" and e["completed_tasks"] > 0}
 
 
-DRIVER = r'''
+DRIVER = r"""
 import json, sys, urllib.request
 import numpy as np
 from pyspark.sql import SparkSession
@@ -158,16 +206,19 @@ with open(out + ".json", "w") as f:
                "executors": [{"id": e["id"], "hostPort": e["hostPort"],
                               "completedTasks": e["completedTasks"]} for e in executors]}, f)
 spark.stop()
-'''
+"""
 
 
 def _drive(tmp_path, master: str, name: str) -> tuple[np.ndarray, dict]:
     """Fit with the library in a driver process of its own connected to ``master``."""
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    out = run([sys.executable, script, master, CONFIG, tmp_path / name, free_port(), *SETTINGS],
-              timeout=900, env=job_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
-              cwd=tmp_path)
+    out = run(
+        [sys.executable, script, master, CONFIG, tmp_path / name, free_port(), *SETTINGS],
+        timeout=900,
+        env=job_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     with open(tmp_path / f"{name}.json") as f:
         return np.load(tmp_path / f"{name}.npy"), json.load(f)
@@ -181,16 +232,30 @@ def local_model(tmp_path_factory):
     return topic_word
 
 
-def test_spark_submit_job_runs_on_the_cluster_with_spark_submits_settings(cluster, local_model,
-                                                                        tmp_path):
+def test_spark_submit_job_runs_on_the_cluster_with_spark_submits_settings(
+    cluster, local_model, tmp_path
+):
     model_path = tmp_path / "model"
-    cmd = [spark_bin("spark-submit"), "--master", cluster["url"], "--executor-memory", "512m",
-           "--conf", f"spark.pyspark.python={sys.executable}",
-           "--conf", "spark.default.parallelism=2",
-           TRAIN_JOB, "--config", CONFIG, *[a for s in SETTINGS for a in ("--set", s)],
-           "--set", f"output.model={model_path}"]
-    out = run(cmd, timeout=900, env=job_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=None),
-              cwd=tmp_path)
+    cmd = [
+        spark_bin("spark-submit"),
+        "--master",
+        cluster["url"],
+        "--executor-memory",
+        "512m",
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        "--conf",
+        "spark.default.parallelism=2",
+        TRAIN_JOB,
+        "--config",
+        CONFIG,
+        *[a for s in SETTINGS for a in ("--set", s)],
+        "--set",
+        f"output.model={model_path}",
+    ]
+    out = run(
+        cmd, timeout=900, env=job_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=None), cwd=tmp_path
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     print(" ".join(map(str, cmd)))
     metrics = json.loads((tmp_path / "metrics.json").read_text())

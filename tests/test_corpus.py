@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from sparklda.block import DocBlock, split_halves
-from sparklda.corpus import (CorpusError, DocSource, build_corpus, from_text, from_vectors,
-                             read_uci, split_documents)
+from sparklda.corpus import (
+    CorpusError,
+    DocSource,
+    build_corpus,
+    from_text,
+    from_vectors,
+    read_uci,
+    split_documents,
+)
 from sparklda.errors import ParamError
 from tests.helpers import planted_source
 
@@ -50,19 +57,27 @@ def test_read_uci_counts_missing_documents_as_empty(spark, tmp_path):
         blocks = corpus.train.collect()
         assert sum(b.n_docs for b in blocks) == 3
         # each slice's partitions hold exactly that slice's documents
-        assert [sum(b.n_docs for b in blocks[s * corpus.parts_per_slice:(s + 1) * corpus.parts_per_slice])
-                for s in range(corpus.n_slices)] == list(corpus.slice_docs)
+        assert [
+            sum(
+                b.n_docs
+                for b in blocks[s * corpus.parts_per_slice : (s + 1) * corpus.parts_per_slice]
+            )
+            for s in range(corpus.n_slices)
+        ] == list(corpus.slice_docs)
     finally:
         corpus.unpersist()
 
 
-@pytest.mark.parametrize("line,needle", [
-    ("1 2 -1", "negative term count"),
-    ("1 2 1.5", "non-integer term count"),
-    ("1 2 nan", "non-finite term count"),
-    ("1 9 1", "term id 9"),
-    ("1 0 1", "term id 0"),
-])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ("1 2 -1", "negative term count"),
+        ("1 2 1.5", "non-integer term count"),
+        ("1 2 nan", "non-finite term count"),
+        ("1 9 1", "term id 9"),
+        ("1 0 1", "term id 0"),
+    ],
+)
 def test_read_uci_bad_counts_and_term_ids(spark, tmp_path, line, needle):
     docword, vocab = write_uci(tmp_path, ["1 1 2", line, "2 3 1"], gz=False)
     with pytest.raises(CorpusError, match=needle) as e:
@@ -91,8 +106,9 @@ def test_empty_corpus_is_an_error(spark, tmp_path):
 def vector_df(spark, rows, size=5):
     from pyspark.ml.linalg import Vectors
 
-    data = [(i, Vectors.sparse(size, dict(r)) if isinstance(r, list) else r)
-            for i, r in enumerate(rows)]
+    data = [
+        (i, Vectors.sparse(size, dict(r)) if isinstance(r, list) else r) for i, r in enumerate(rows)
+    ]
     return spark.createDataFrame(data, ["id", "features"])
 
 
@@ -136,8 +152,13 @@ def test_from_vectors_bad_input(spark):
 
 
 def test_from_text_uses_spark_ml_tokenizer_stopwords_and_vocabulary_limits(spark):
-    texts = [("the cat sat on the mat",), ("The Cat ate the rat!",), ("",),
-             ("dogs and cats and rats",), ("a mat for a cat",)]
+    texts = [
+        ("the cat sat on the mat",),
+        ("The Cat ate the rat!",),
+        ("",),
+        ("dogs and cats and rats",),
+        ("a mat for a cat",),
+    ]
     df = spark.createDataFrame(texts, ["text"])
     src = from_text(df, "text", min_df=2)
     # stop words removed, lower-cased, terms in fewer than 2 documents dropped
@@ -162,7 +183,10 @@ def test_heldout_split_is_seeded_exact_and_disjoint(spark):
     b = build_corpus(src, minibatch_size=30, heldout_count=17, seed=5)
     c = build_corpus(src, minibatch_size=30, heldout_fraction=0.25, seed=6)
     try:
-        ids = lambda rdd: sorted(int(i) for h in rdd.collect() for i in h.observed.doc_ids)
+
+        def ids(rdd):
+            return sorted(int(i) for h in rdd.collect() for i in h.observed.doc_ids)
+
         held_a = ids(a.heldout)
         assert len(held_a) == 17 == a.n_heldout_docs
         assert held_a == ids(b.heldout)
@@ -183,14 +207,23 @@ def test_heldout_split_is_seeded_exact_and_disjoint(spark):
     # parameters are checked before any Spark job, with the messages of sparklda.params
     sc = spark.sparkContext
     before = sc.statusTracker().getJobIdsForGroup()
-    with pytest.raises(ParamError, match="^The 'heldout_fraction' parameter of build_corpus must "
-                                         "be a float in the range \\[0, 1\\). Got 1.0 instead.$"):
+    with pytest.raises(
+        ParamError,
+        match="^The 'heldout_fraction' parameter of build_corpus must "
+        "be a float in the range \\[0, 1\\). Got 1.0 instead.$",
+    ):
         build_corpus(src, heldout_fraction=1.0)
-    with pytest.raises(ParamError, match="^The 'minibatch_size' parameter of build_corpus must be "
-                                         "an int in the range \\[1, inf\\). Got 0 instead.$"):
+    with pytest.raises(
+        ParamError,
+        match="^The 'minibatch_size' parameter of build_corpus must be "
+        "an int in the range \\[1, inf\\). Got 0 instead.$",
+    ):
         build_corpus(src, minibatch_size=0)
-    with pytest.raises(ParamError, match="'heldout_count' parameter of split_documents must be an "
-                                         "int in the range \\[0, inf\\). Got 2.0 instead."):
+    with pytest.raises(
+        ParamError,
+        match="'heldout_count' parameter of split_documents must be an "
+        "int in the range \\[0, inf\\). Got 2.0 instead.",
+    ):
         split_documents(src, {"docs": 100, "empty": 2}, heldout_count=2.0)
     assert sc.statusTracker().getJobIdsForGroup() == before
 
@@ -203,7 +236,7 @@ def test_doc_block_layout_and_split_halves():
     assert b.local.dtype == np.int32 and b.counts.dtype == np.float32
     # 8 bytes per pair plus 16 per document plus 4 per distinct term
     assert b.nbytes() == 3 * 8 + 4 * 8 + 3 * 4 + 3 * 4 + 3 * 4  # ids, indptr, terms, local, counts
-    (ta, ca), (tb, cb) = split_halves(11, np.array([1, 2, 3]), np.array([3, 1, 4]), seed=0)
+    (ta, ca), (_tb, cb) = split_halves(11, np.array([1, 2, 3]), np.array([3, 1, 4]), seed=0)
     (ta2, ca2), _ = split_halves(11, np.array([1, 2, 3]), np.array([3, 1, 4]), seed=0)
     assert ca.sum() == 4 and cb.sum() == 4
     assert np.array_equal(ta, ta2) and np.array_equal(ca, ca2)
@@ -213,3 +246,14 @@ def test_docsource_rdd_of_bad_term_ids(spark):
     rdd = spark.sparkContext.parallelize([(0, np.array([0, 7]), np.array([1.0, 1.0]))])
     with pytest.raises(CorpusError, match="term id 7 in document 0, outside the vocabulary of 5"):
         build_corpus(DocSource(rdd, 5, None, "test input"))
+
+
+def test_shipped_sample_is_read_on_the_driver_and_distributed(spark):
+    """``sample:`` files are read from the driver's installed package and sent to the
+    executors with the tasks, so executors that share neither the driver's disk nor
+    its package read them too (no Hadoop file read in the lineage)."""
+    src = read_uci(spark, "sample:kos/docword.txt.gz", "sample:kos/vocab.txt")
+    lineage = src.rdd.toDebugString().decode()
+    assert "ParallelCollectionRDD" in lineage and "HadoopRDD" not in lineage
+    assert src.vocab_size == 6906 and len(src.vocab) == 6906 and src.vocab[0] == "aarp"
+    assert src.declared_docs == 3430

@@ -22,7 +22,7 @@ def planted_model():
     """Topic t puts nearly all its mass on words [t*W, (t+1)*W)."""
     tw = np.full((K * W, K), 0.0)
     for t in range(K):
-        tw[t * W:(t + 1) * W, t] = 200.0
+        tw[t * W : (t + 1) * W, t] = 200.0
     return TopicModel(tw, 0.1, 0.01, VOCAB, {"mode": "planted"})
 
 
@@ -40,7 +40,7 @@ def write_input(directory):
         t = (d - 1) % K
         words = rng.integers(t * W, (t + 1) * W, size=20)
         terms, counts = np.unique(words, return_counts=True)
-        entries = {idx[VOCAB[w]]: int(c) for w, c in zip(terms, counts)}
+        entries = {idx[VOCAB[w]]: int(c) for w, c in zip(terms, counts, strict=False)}
         entries[idx["zz"]] = 2
         lines += [f"{d} {i + 1} {c}" for i, c in sorted(entries.items())]
         topic_of[d] = t
@@ -55,8 +55,11 @@ def write_input(directory):
 
 def config(tmp_path, model_path, **infer):
     return {
-        "input": {"format": "uci", "docword": str(tmp_path / "in" / "docword.txt.gz"),
-                  "vocab": str(tmp_path / "in" / "vocab.txt")},
+        "input": {
+            "format": "uci",
+            "docword": str(tmp_path / "in" / "docword.txt.gz"),
+            "vocab": str(tmp_path / "in" / "vocab.txt"),
+        },
         "output": {"model": model_path},
         "infer": {"output": str(tmp_path / "topics.parquet"), **infer},
     }
@@ -70,11 +73,13 @@ def test_infer_job_scores_every_document(spark, tmp_path):
 
     out = spark.read.parquet(str(tmp_path / "topics.parquet"))
     assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
-        ("doc_id", "bigint"), ("topicDistribution", "array<double>")]
+        ("doc_id", "bigint"),
+        ("topicDistribution", "array<double>"),
+    ]
     theta = {r.doc_id: np.array(r.topicDistribution) for r in out.collect()}
     assert sorted(theta) == list(range(1, 13))  # UCI docIDs, including the one with no entry
     assert report["documents"] == 12 and report["unknown_term_tokens"] == unknown_tokens
-    for d, th in theta.items():
+    for th in theta.values():
         assert th.shape == (K,) and th.sum() == pytest.approx(1.0)
     for d, t in topic_of.items():
         assert int(np.argmax(theta[d])) == t and theta[d][t] > 0.8, d
@@ -101,34 +106,52 @@ def test_infer_job_scores_every_document(spark, tmp_path):
 
     # an LDAModel directory, Spark ML vectors, overwriting the output
     LDAModel(model).save(str(tmp_path / "lda"))
-    infer_topics.run(spark, config(tmp_path, "unused", model=str(tmp_path / "lda"),
-                                   vector_type="vector", overwrite=True))
+    infer_topics.run(
+        spark,
+        config(
+            tmp_path, "unused", model=str(tmp_path / "lda"), vector_type="vector", overwrite=True
+        ),
+    )
     out = spark.read.parquet(str(tmp_path / "topics.parquet"))
     assert out.schema["topicDistribution"].dataType.simpleString() == "vector"
     again = {r.doc_id: r.topicDistribution.toArray() for r in out.collect()}
     assert sorted(again) == sorted(theta)
-    for d, th in theta.items():
+    for th in theta.values():
         np.testing.assert_allclose(again[d], th, rtol=1e-9)
 
 
 BAD = [
     ({"infer": {"output": "o"}}, "infer.model (or output.model) must name the model"),
-    ({"output": {"model": "m"}, "input": {"format": "uci", "docword": "d"}},
-     "infer.output (the Parquet"),
-    ({"output": {"model": "m"}, "infer": {"output": "o", "input": {"format": "text"}}},
-     "infer.input.format = 'text' needs infer.input.path."),
-    ({"output": {"model": "m"}, "infer": {"output": "o", "vector_type": "list"}},
-     "The 'infer.vector_type' parameter must be one of ['array', 'vector']. Got 'list'"),
+    (
+        {"output": {"model": "m"}, "input": {"format": "uci", "docword": "d"}},
+        "infer.output (the Parquet",
+    ),
+    (
+        {"output": {"model": "m"}, "infer": {"output": "o", "input": {"format": "text"}}},
+        "infer.input.format = 'text' needs infer.input.path.",
+    ),
+    (
+        {"output": {"model": "m"}, "infer": {"output": "o", "vector_type": "list"}},
+        "The 'infer.vector_type' parameter must be one of ['array', 'vector']. Got 'list'",
+    ),
     ({"output": {"model": "m"}, "infer": {"output": "o"}}, "[infer.input] or [input]"),
-    ({"output": {"model": "m"}, "infer": {"output": "o", "modle": "x"}},
-     "Unknown key(s) ['infer.modle'] in [infer]; known keys: ['input', 'model', 'output', "),
+    (
+        {"output": {"model": "m"}, "infer": {"output": "o", "modle": "x"}},
+        "Unknown key(s) ['infer.modle'] in [infer]; known keys: ['input', 'model', 'output', ",
+    ),
     ({"scoring": {}}, "Unknown configuration table(s) ['scoring']"),
-    ({"output": {"model": "m"}, "infer": {"output": "o", "overwrite": "yes"}},
-     "infer.overwrite must be a TOML boolean (true or false); got 'yes'"),
-    ({"output": {"model": "m"}, "infer": {"output": "o", "input": {"format": "uci", "x": 1}}},
-     "Unknown key(s) ['infer.input.x'] in [infer.input]"),
-    ({"output": {"model": "m"}, "infer": {"output": "o", "input": "docs.txt"}},
-     "[infer.input] must be a table; got infer.input = 'docs.txt'"),
+    (
+        {"output": {"model": "m"}, "infer": {"output": "o", "overwrite": "yes"}},
+        "infer.overwrite must be a TOML boolean (true or false); got 'yes'",
+    ),
+    (
+        {"output": {"model": "m"}, "infer": {"output": "o", "input": {"format": "uci", "x": 1}}},
+        "Unknown key(s) ['infer.input.x'] in [infer.input]",
+    ),
+    (
+        {"output": {"model": "m"}, "infer": {"output": "o", "input": "docs.txt"}},
+        "[infer.input] must be a table; got infer.input = 'docs.txt'",
+    ),
 ]
 
 
@@ -140,16 +163,31 @@ def test_bad_settings_fail_before_spark(cfg, message):
 
 
 def test_main_reports_bad_settings_without_starting_spark(capsys):
-    code = infer_topics.main(["--set", "output.model=m", "--set", "infer.output=o",
-                              "--set", "infer.vector_type=list", "--set", "input.format=uci",
-                              "--set", "input.docword=d"])
+    code = infer_topics.main(
+        [
+            "--set",
+            "output.model=m",
+            "--set",
+            "infer.output=o",
+            "--set",
+            "infer.vector_type=list",
+            "--set",
+            "input.format=uci",
+            "--set",
+            "input.docword=d",
+        ]
+    )
     assert code == 2
     assert "error: The 'infer.vector_type' parameter" in capsys.readouterr().err
 
 
 def test_settings_default_to_the_training_tables():
-    s = infer_topics.settings_from_config({
-        "input": {"format": "uci", "docword": "sample:kos/docword.txt.gz"},
-        "output": {"model": "out/m"}, "infer": {"output": "out/t.parquet"}})
+    s = infer_topics.settings_from_config(
+        {
+            "input": {"format": "uci", "docword": "sample:kos/docword.txt.gz"},
+            "output": {"model": "out/m"},
+            "infer": {"output": "out/t.parquet"},
+        }
+    )
     assert s["model"] == "out/m" and s["vector_type"] == "array" and not s["overwrite"]
     assert s["input"]["docword"].endswith(os.path.join("data", "kos", "docword.txt.gz"))

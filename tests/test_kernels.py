@@ -27,8 +27,11 @@ def random_block(rng, n_docs=7, vocab=13, max_len=9, empty_every=3):
         local.extend(terms)
         counts.extend(rng.integers(1, 5, size=n))
         indptr.append(indptr[-1] + n)
-    return (np.array(indptr, dtype=np.int64), np.array(local, dtype=np.int32),
-            np.array(counts, dtype=np.float64))
+    return (
+        np.array(indptr, dtype=np.int64),
+        np.array(local, dtype=np.int32),
+        np.array(counts, dtype=np.float64),
+    )
 
 
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 2e-4)])
@@ -41,8 +44,15 @@ def test_scvb0_block_matches_reference(dtype, rtol, burnin):
     lengths = np.diff(np.concatenate([[0], np.cumsum(counts)])[indptr])
     theta0 = kernels.init_doc_stats(rng.random((len(indptr) - 1, k)), lengths)
     want = reference.scvb0_block(indptr, local, counts, phi_norm, theta0, 0.1, burnin)
-    got = kernels.scvb0_block(indptr, local, counts.astype(dtype), phi_norm.astype(dtype),
-                              theta0.astype(dtype), 0.1, burnin)
+    got = kernels.scvb0_block(
+        indptr,
+        local,
+        counts.astype(dtype),
+        phi_norm.astype(dtype),
+        theta0.astype(dtype),
+        0.1,
+        burnin,
+    )
     assert got.dtype == dtype
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3)
     # every token's responsibilities sum to one: the block's N̂ mass is its token count
@@ -60,8 +70,9 @@ def test_scvb0_block_fractional_counts_match_reference(dtype, rtol):
     phi_norm = rng.random((13, k)) + 0.01
     theta0 = rng.random((len(indptr) - 1, k))
     want = reference.scvb0_block(indptr, local, counts, phi_norm, theta0, 0.1, 2)
-    got = kernels.scvb0_block(indptr, local, counts.astype(dtype), phi_norm.astype(dtype),
-                              theta0.astype(dtype), 0.1, 2)
+    got = kernels.scvb0_block(
+        indptr, local, counts.astype(dtype), phi_norm.astype(dtype), theta0.astype(dtype), 0.1, 2
+    )
     assert got.dtype == dtype
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3)
     assert got.sum() == pytest.approx(counts.sum(), rel=rtol * 10)
@@ -77,8 +88,15 @@ def test_clumping_equals_repeated_token_updates(burnin):
     theta0 = rng.random(k)
     theta0 *= len(tokens) / theta0.sum()
     want, _ = reference.scvb0_unclumped_doc(tokens, phi_norm, theta0, 0.1, burnin)
-    got = kernels.scvb0_block(np.array([0, 3]), np.array([0, 2, 5], dtype=np.int32),
-                              np.array([3.0, 1.0, 2.0]), phi_norm, theta0[None, :], 0.1, burnin)
+    got = kernels.scvb0_block(
+        np.array([0, 3]),
+        np.array([0, 2, 5], dtype=np.int32),
+        np.array([3.0, 1.0, 2.0]),
+        phi_norm,
+        theta0[None, :],
+        0.1,
+        burnin,
+    )
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
@@ -102,7 +120,7 @@ def test_foldin_recovers_a_pure_document():
     k, v = 3, 9
     phi = np.zeros((v, k)) + 1e-6
     for t in range(k):
-        phi[t * 3:(t + 1) * 3, t] = 1.0
+        phi[t * 3 : (t + 1) * 3, t] = 1.0
     phi /= phi.sum(0, keepdims=True)
     indptr = np.array([0, 3])
     local = np.array([3, 4, 5], dtype=np.int32)
@@ -133,8 +151,9 @@ def test_splitmix64_matches_published_sequence():
 @pytest.mark.parametrize("seed,stream", [(0, 0), (3, 11), (2**63 + 5, 1003)])
 def test_random_streams_match_reference(seed, stream):
     ids = np.array([0, 1, 5, 9, 123456, 1_000_000_007, 2**62 + 3], dtype=np.int64)
-    assert doc_keys(seed, stream, ids).tolist() == [reference.doc_key(seed, stream, int(d))
-                                                    for d in ids]
+    assert doc_keys(seed, stream, ids).tolist() == [
+        reference.doc_key(seed, stream, int(d)) for d in ids
+    ]
     want = reference.uniform_matrix(seed, stream, ids, 6)
     got = kernels.uniform_matrix(seed, stream, ids, 6)
     assert got.dtype == np.float64
@@ -189,8 +208,7 @@ def test_add_scaled_rows_matches_reference_and_numpy():
     mirror = base.astype(np.float32)
     terms = np.sort(rng.choice(40, size=12, replace=False))
     rows = rng.random((12, 5))
-    want_base, want_mirror, want_totals = reference.add_scaled_rows(base, mirror, terms, rows,
-                                                                    0.3)
+    want_base, want_mirror, want_totals = reference.add_scaled_rows(base, mirror, terms, rows, 0.3)
     exp_base = base.copy()
     exp_base[terms] += 0.3 * rows
     totals = add_scaled_rows(base, mirror, terms, rows, 0.3)
@@ -232,6 +250,8 @@ def test_normalize_topics_matches_reference(eta):
     np.testing.assert_allclose(got, reference.normalize_topics(vk, eta), rtol=1e-14)
     np.testing.assert_allclose(got.sum(0), 1.0, rtol=1e-14)
     # topics as rows (scikit-learn's components_) give the same (V, K) matrix
-    np.testing.assert_allclose(normalize_topics(vk.T.astype(np.float32), eta, topic_axis=0),
-                               reference.normalize_topics(vk.T.astype(np.float32), eta,
-                                                          topic_axis=0), rtol=1e-14)
+    np.testing.assert_allclose(
+        normalize_topics(vk.T.astype(np.float32), eta, topic_axis=0),
+        reference.normalize_topics(vk.T.astype(np.float32), eta, topic_axis=0),
+        rtol=1e-14,
+    )

@@ -34,8 +34,11 @@ def random_block(rng, n_docs=8, vocab=11, max_terms=7, empty_every=3):
         local.extend(np.sort(rng.choice(vocab, size=n, replace=False)))
         counts.extend(rng.integers(1, 5, size=n))
         indptr.append(indptr[-1] + n)
-    return (np.array(indptr, dtype=np.int64), np.array(local, dtype=np.int32),
-            np.array(counts, dtype=np.float64))
+    return (
+        np.array(indptr, dtype=np.int64),
+        np.array(local, dtype=np.int32),
+        np.array(counts, dtype=np.float64),
+    )
 
 
 def term_sums(local, values, n_rows):
@@ -68,8 +71,9 @@ def cvb_fixture(seed, k=4, vocab=11, dtype=np.float64):
 def test_cvb0_block_matches_reference(dtype, seed):
     indptr, local, counts, gamma, nphi, nz, _, _ = cvb_fixture(seed, dtype=dtype)
     w_eta = 11 * ETA
-    want_gamma, want_dphi, want_dz = ref.cvb0_block(indptr, local, counts, gamma, nphi, nz,
-                                                    ALPHA, ETA, w_eta)
+    want_gamma, want_dphi, want_dz = ref.cvb0_block(
+        indptr, local, counts, gamma, nphi, nz, ALPHA, ETA, w_eta
+    )
     got_gamma = gamma.copy()
     out = kernels.cvb0_block(indptr, local, counts, got_gamma, nphi, nz, ALPHA, ETA, w_eta)
     assert isinstance(out, tuple) and len(out) == 2
@@ -88,11 +92,22 @@ def test_cvb0_block_matches_reference(dtype, seed):
 def test_cvb_second_order_matches_reference(dtype, seed):
     indptr, local, counts, gamma, nphi, nz, var_phi, var_z = cvb_fixture(seed, dtype=dtype)
     w_eta = 11 * ETA
-    want = ref.cvb_block(indptr, local, counts, gamma, nphi, nz, var_phi, var_z,
-                         ALPHA, ETA, w_eta)
+    want = ref.cvb_block(indptr, local, counts, gamma, nphi, nz, var_phi, var_z, ALPHA, ETA, w_eta)
     got_gamma = gamma.copy()
-    out = kernels.cvb0_block(indptr, local, counts, got_gamma, nphi, nz, ALPHA, ETA, w_eta,
-                             second_order=True, var_phi=var_phi, var_z=var_z)
+    out = kernels.cvb0_block(
+        indptr,
+        local,
+        counts,
+        got_gamma,
+        nphi,
+        nz,
+        ALPHA,
+        ETA,
+        w_eta,
+        second_order=True,
+        var_phi=var_phi,
+        var_z=var_z,
+    )
     assert isinstance(out, tuple) and len(out) == 4
     assert all(a.dtype == dtype for a in out)
     tol = TOL[dtype]
@@ -111,8 +126,9 @@ def test_cvb0_block_invariants(dtype, second_order):
     indptr, local, counts, gamma, nphi, nz, var_phi, var_z = cvb_fixture(5, dtype=dtype)
     inputs = [a.copy() for a in (nphi, nz, var_phi, var_z)]
     old = gamma.astype(np.float64)
-    out = kernels.cvb0_block(indptr, local, counts, gamma, nphi, nz, ALPHA, ETA, 11 * ETA,
-                             second_order, var_phi, var_z)
+    out = kernels.cvb0_block(
+        indptr, local, counts, gamma, nphi, nz, ALPHA, ETA, 11 * ETA, second_order, var_phi, var_z
+    )
     new = gamma.astype(np.float64)
     c = counts.astype(np.float64)[:, None]
     tight = 1e-12 if dtype == np.float64 else 1e-5
@@ -127,8 +143,9 @@ def test_cvb0_block_invariants(dtype, second_order):
     d_phi, d_z = out[:2]
     np.testing.assert_allclose(d_phi.sum(0), d_z, rtol=0, atol=10 * tight)
     assert abs(float(d_z.sum())) < 10 * tight * counts.sum()  # mass moves between topics only
-    np.testing.assert_allclose(d_phi, term_sums(local, c * (new - old), nphi.shape[0]),
-                               rtol=0, atol=10 * tight)
+    np.testing.assert_allclose(
+        d_phi, term_sums(local, c * (new - old), nphi.shape[0]), rtol=0, atol=10 * tight
+    )
     if second_order:
         d_var_phi, d_var_z = out[2:]
         want = term_sums(local, c * (new * (1 - new) - old * (1 - old)), nphi.shape[0])
@@ -139,8 +156,17 @@ def test_cvb0_block_invariants(dtype, second_order):
 def test_cvb0_block_only_empty_documents():
     indptr = np.zeros(4, dtype=np.int64)
     gamma = np.zeros((0, 3))
-    d_phi, d_z = kernels.cvb0_block(indptr, np.zeros(0, np.int32), np.zeros(0), gamma,
-                                    np.ones((2, 3)), np.ones(3), ALPHA, ETA, 1.0)
+    d_phi, d_z = kernels.cvb0_block(
+        indptr,
+        np.zeros(0, np.int32),
+        np.zeros(0),
+        gamma,
+        np.ones((2, 3)),
+        np.ones(3),
+        ALPHA,
+        ETA,
+        1.0,
+    )
     np.testing.assert_array_equal(d_phi, 0)
     np.testing.assert_array_equal(d_z, 0)
 
@@ -148,11 +174,13 @@ def test_cvb0_block_only_empty_documents():
 def test_cvb0_block_rejects_gamma_it_cannot_update_in_place():
     indptr, local, counts, gamma, nphi, nz, _, _ = cvb_fixture(0)
     with pytest.raises(ValueError, match="C-contiguous"):
-        kernels.cvb0_block(indptr, local, counts, np.asfortranarray(gamma), nphi, nz,
-                           ALPHA, ETA, 1.0)
+        kernels.cvb0_block(
+            indptr, local, counts, np.asfortranarray(gamma), nphi, nz, ALPHA, ETA, 1.0
+        )
     with pytest.raises(ValueError, match="var_phi"):
-        kernels.cvb0_block(indptr, local, counts, gamma, nphi, nz, ALPHA, ETA, 1.0,
-                           second_order=True)
+        kernels.cvb0_block(
+            indptr, local, counts, gamma, nphi, nz, ALPHA, ETA, 1.0, second_order=True
+        )
 
 
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-15), (np.float32, 1e-6)])
@@ -203,8 +231,12 @@ def _exact_scenario(which, seed):
             else:
                 gamma.append(np.eye(K_EXACT)[rng.integers(K_EXACT)])
         indptr.append(indptr[-1] + len(doc))
-    return (np.array(indptr, np.int64), np.array(local, np.int32), np.array(counts),
-            np.array(gamma))
+    return (
+        np.array(indptr, np.int64),
+        np.array(local, np.int32),
+        np.array(counts),
+        np.array(gamma),
+    )
 
 
 @pytest.mark.parametrize("which", ["theta", "phi", "z"])
@@ -223,8 +255,20 @@ def test_cvb_correction_moves_towards_exact_expectation(which):
     exact = ref.cvb_exact_pair_gamma(indptr, local, counts, gamma, 0, alpha, eta, w_eta)
     g0, g1 = gamma.copy(), gamma.copy()
     kernels.cvb0_block(indptr, local, counts, g0, nphi, nphi.sum(0), alpha, eta, w_eta)
-    kernels.cvb0_block(indptr, local, counts, g1, nphi, nphi.sum(0), alpha, eta, w_eta,
-                       second_order=True, var_phi=var_phi, var_z=var_phi.sum(0))
+    kernels.cvb0_block(
+        indptr,
+        local,
+        counts,
+        g1,
+        nphi,
+        nphi.sum(0),
+        alpha,
+        eta,
+        w_eta,
+        second_order=True,
+        var_phi=var_phi,
+        var_z=var_phi.sum(0),
+    )
     err_cvb0 = np.abs(g0[0] - exact).sum()
     err_cvb = np.abs(g1[0] - exact).sum()
     assert err_cvb0 > 1e-3  # the scenario does have variance to correct for
@@ -238,20 +282,28 @@ def svb_fixture(seed, k=4, vocab=11, dtype=np.float64):
     rng = np.random.default_rng(seed)
     indptr, local, counts = random_block(rng, vocab=vocab)
     lam = rng.gamma(1.0, 1.0, size=(k, vocab)) + ETA
-    exp_elogbeta = np.exp(scipy.special.digamma(lam)
-                          - scipy.special.digamma(lam.sum(1, keepdims=True))).T
+    exp_elogbeta = np.exp(
+        scipy.special.digamma(lam) - scipy.special.digamma(lam.sum(1, keepdims=True))
+    ).T
     gamma_init = rng.gamma(100.0, 0.01, size=(len(indptr) - 1, k))
-    return (indptr, local, counts.astype(dtype), np.ascontiguousarray(exp_elogbeta, dtype=dtype),
-            gamma_init.astype(dtype))
+    return (
+        indptr,
+        local,
+        counts.astype(dtype),
+        np.ascontiguousarray(exp_elogbeta, dtype=dtype),
+        gamma_init.astype(dtype),
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_svb_estep_matches_reference_float64(seed):
     indptr, local, counts, eb, g0 = svb_fixture(seed)
-    want_gamma, want_ss = ref.svb_estep_block(indptr, local, counts, eb, ALPHA, g0,
-                                              max_iter=100, tol=1e-3)
-    got_gamma, got_ss = kernels.svb_estep_block(indptr, local, counts, eb, ALPHA, g0,
-                                                max_iter=100, tol=1e-3)
+    want_gamma, want_ss = ref.svb_estep_block(
+        indptr, local, counts, eb, ALPHA, g0, max_iter=100, tol=1e-3
+    )
+    got_gamma, got_ss = kernels.svb_estep_block(
+        indptr, local, counts, eb, ALPHA, g0, max_iter=100, tol=1e-3
+    )
     assert got_gamma.dtype == got_ss.dtype == np.float64
     np.testing.assert_allclose(got_gamma, want_gamma, rtol=1e-9)
     np.testing.assert_allclose(got_ss, want_ss, rtol=1e-9, atol=1e-12)
@@ -262,10 +314,12 @@ def test_svb_estep_float32_matches_reference(max_iter):
     # tol=0 runs exactly max_iter updates in both, so a stopping test that
     # flips between float32 and float64 cannot hide a real difference
     indptr, local, counts, eb, g0 = svb_fixture(3, dtype=np.float32)
-    want_gamma, want_ss = ref.svb_estep_block(indptr, local, counts, eb, ALPHA, g0,
-                                              max_iter=max_iter, tol=0.0)
-    got_gamma, got_ss = kernels.svb_estep_block(indptr, local, counts, eb, ALPHA, g0,
-                                                max_iter=max_iter, tol=0.0)
+    want_gamma, want_ss = ref.svb_estep_block(
+        indptr, local, counts, eb, ALPHA, g0, max_iter=max_iter, tol=0.0
+    )
+    got_gamma, got_ss = kernels.svb_estep_block(
+        indptr, local, counts, eb, ALPHA, g0, max_iter=max_iter, tol=0.0
+    )
     assert got_gamma.dtype == got_ss.dtype == np.float32
     np.testing.assert_allclose(got_gamma, want_gamma, **TOL[np.float32])
     np.testing.assert_allclose(got_ss, want_ss, **TOL[np.float32])
@@ -280,8 +334,9 @@ def test_svb_estep_invariants(dtype):
     np.testing.assert_array_equal(g0, g0_before)
     # each token's responsibilities φ sum to one
     assert float(ss.sum()) == pytest.approx(float(counts.sum()), rel=rel)
-    lengths = np.array([counts[indptr[j]:indptr[j + 1]].astype(np.float64).sum()
-                        for j in range(len(indptr) - 1)])
+    lengths = np.array(
+        [counts[indptr[j] : indptr[j + 1]].astype(np.float64).sum() for j in range(len(indptr) - 1)]
+    )
     np.testing.assert_allclose(gamma.sum(1), eb.shape[1] * ALPHA + lengths, rtol=rel)
     # empty documents: γ = α and nothing in sstats from them; unused terms stay zero
     empty = np.diff(indptr) == 0
@@ -307,12 +362,14 @@ ROOT = 1.4616321449683622
 
 
 def test_digamma_matches_scipy():
-    x = np.concatenate([
-        np.logspace(-6, 6, 4001),
-        ROOT + np.linspace(-0.3, 0.3, 601),                   # both sides of the series' radius
-        ROOT + np.array([-1e-9, -1e-12, 1e-12, 1e-9, 1e-6]),  # where ψ ≈ 0
-        [1e-6, 1.0, 2.0, 2.5, 5.999999, 6.0, 6.000001, 10.0, 1e6],
-    ])
+    x = np.concatenate(
+        [
+            np.logspace(-6, 6, 4001),
+            ROOT + np.linspace(-0.3, 0.3, 601),  # both sides of the series' radius
+            ROOT + np.array([-1e-9, -1e-12, 1e-12, 1e-9, 1e-6]),  # where ψ ≈ 0
+            [1e-6, 1.0, 2.0, 2.5, 5.999999, 6.0, 6.000001, 10.0, 1e6],
+        ]
+    )
     got = np.array([kernels.digamma(v) for v in x])
     want = scipy.special.digamma(x)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=0)
@@ -332,8 +389,11 @@ def test_dirichlet_expectation_2d_matches_scipy(dtype, rtol):
     a = a.astype(dtype)
     want = np.array([ref.dirichlet_expectation(row) for row in a])
     np.testing.assert_allclose(  # the row-by-row reference is scipy's vectorised formula
-        want, scipy.special.digamma(a.astype(np.float64))
-        - scipy.special.digamma(a.astype(np.float64).sum(1, keepdims=True)), rtol=1e-13)
+        want,
+        scipy.special.digamma(a.astype(np.float64))
+        - scipy.special.digamma(a.astype(np.float64).sum(1, keepdims=True)),
+        rtol=1e-13,
+    )
     got = kernels.dirichlet_expectation_2d(a)
     assert got.dtype == dtype and got.shape == a.shape
     np.testing.assert_allclose(got, want, rtol=rtol)
@@ -362,8 +422,12 @@ def planted_block(seed=0, n_docs=30, doc_len=20):
         if d % 10 == 4:
             indptr.append(indptr[-1])
             owner.append(-1)
-    return (np.array(indptr, np.int64), np.array(local, np.int32),
-            np.array(counts, np.float64), np.array(owner))
+    return (
+        np.array(indptr, np.int64),
+        np.array(local, np.int32),
+        np.array(counts, np.float64),
+        np.array(owner),
+    )
 
 
 def assert_planted_recovered(doc_topic, topic_word, owner):
@@ -375,7 +439,7 @@ def assert_planted_recovered(doc_topic, topic_word, owner):
     phi = phi / phi.sum(0, keepdims=True)
     winners = set()
     for t in range(N_TOPICS):
-        block = phi[t * WORDS_PER_TOPIC:(t + 1) * WORDS_PER_TOPIC].sum(0)
+        block = phi[t * WORDS_PER_TOPIC : (t + 1) * WORDS_PER_TOPIC].sum(0)
         k = int(block.argmax())
         assert block[k] > 0.9, f"planted block {t} holds only {block[k]:.3f} of topic {k}"
         winners.add(k)
@@ -393,19 +457,33 @@ def test_cvb0_recovers_planted_topics(dtype, second_order):
     # 49/50 (CVB0) and 47/50 (CVB) seeds recover, the rest merge two topics
     indptr, local, counts, owner = planted_block()
     c = counts[:, None]
-    gamma = kernels.cvb0_init_gamma(
-        np.random.default_rng(0).random((len(local), N_TOPICS))).astype(dtype)
+    gamma = kernels.cvb0_init_gamma(np.random.default_rng(0).random((len(local), N_TOPICS))).astype(
+        dtype
+    )
     for _ in range(30):
         # a single block: the broadcast statistics are recomputed from γ
         g = gamma.astype(np.float64)
         nphi = term_sums(local, c * g, VOCAB)
         var_phi = term_sums(local, c * g * (1 - g), VOCAB)
-        kernels.cvb0_block(indptr, local, counts, gamma, nphi, nphi.sum(0), ALPHA, ETA,
-                           VOCAB * ETA, second_order, var_phi, var_phi.sum(0))
+        kernels.cvb0_block(
+            indptr,
+            local,
+            counts,
+            gamma,
+            nphi,
+            nphi.sum(0),
+            ALPHA,
+            ETA,
+            VOCAB * ETA,
+            second_order,
+            var_phi,
+            var_phi.sum(0),
+        )
     assert np.isfinite(gamma).all()
     g = gamma.astype(np.float64)
-    doc_topic = np.array([(c * g)[indptr[j]:indptr[j + 1]].sum(0)
-                          for j in range(len(indptr) - 1)])
+    doc_topic = np.array(
+        [(c * g)[indptr[j] : indptr[j + 1]].sum(0) for j in range(len(indptr) - 1)]
+    )
     assert_planted_recovered(doc_topic, term_sums(local, c * g, VOCAB), owner)
 
 
@@ -418,8 +496,9 @@ def test_svb_estep_recovers_planted_topics(dtype):
     gamma_init = np.ones((len(indptr) - 1, N_TOPICS), dtype=dtype)
     for _ in range(30):
         exp_elogbeta = np.ascontiguousarray(np.exp(kernels.dirichlet_expectation_2d(lam)).T)
-        gamma, sstats = kernels.svb_estep_block(indptr, local, counts, exp_elogbeta, ALPHA,
-                                                gamma_init)
+        gamma, sstats = kernels.svb_estep_block(
+            indptr, local, counts, exp_elogbeta, ALPHA, gamma_init
+        )
         lam = (ETA + sstats.T).astype(dtype)
     assert gamma.dtype == dtype
     assert_planted_recovered(gamma - ALPHA, lam.T, owner)

@@ -68,27 +68,44 @@ def lda_script(LDA, words_df, tmp):
 
     cv = CountVectorizer(inputCol="words", outputCol="features", minDF=2.0).fit(words_df)
     df = cv.transform(words_df)
-    lda = LDA(k=K, maxIter=4, seed=7, optimizer="online", learningOffset=64.0,
-              learningDecay=0.6, subsamplingRate=0.5, docConcentration=[0.3] * K,
-              topicConcentration=0.05, checkpointInterval=10, featuresCol="features",
-              topicDistributionCol="topicDistribution")
+    lda = LDA(
+        k=K,
+        maxIter=4,
+        seed=7,
+        optimizer="online",
+        learningOffset=64.0,
+        learningDecay=0.6,
+        subsamplingRate=0.5,
+        docConcentration=[0.3] * K,
+        topicConcentration=0.05,
+        checkpointInterval=10,
+        featuresCol="features",
+        topicDistributionCol="topicDistribution",
+    )
     lda.setMaxIter(3)
     model = lda.fit(df)
     out = model.transform(df)
-    theta = {r.id: r.topicDistribution.toArray() for r in out.select("id", "topicDistribution")
-             .collect()}
+    theta = {
+        r.id: r.topicDistribution.toArray() for r in out.select("id", "topicDistribution").collect()
+    }
     topics = model.describeTopics(3)
     tm = model.topicsMatrix()
 
     model.write().overwrite().save(os.path.join(tmp, "model"))
     loaded = type(model).load(os.path.join(tmp, "model"))
-    theta_loaded = {r.id: r.topicDistribution.toArray() for r in loaded.transform(df)
-                    .select("id", "topicDistribution").collect()}
+    theta_loaded = {
+        r.id: r.topicDistribution.toArray()
+        for r in loaded.transform(df).select("id", "topicDistribution").collect()
+    }
     lda.write().overwrite().save(os.path.join(tmp, "estimator"))
     lda_loaded = type(lda).load(os.path.join(tmp, "estimator"))
 
-    pipe = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features", minDF=2.0),
-                            LDA(k=K, maxIter=2, seed=3)])
+    pipe = Pipeline(
+        stages=[
+            CountVectorizer(inputCol="words", outputCol="features", minDF=2.0),
+            LDA(k=K, maxIter=2, seed=3),
+        ]
+    )
     pm = pipe.fit(words_df)
     pm.write().overwrite().save(os.path.join(tmp, "pipeline"))
     pm2 = PipelineModel.load(os.path.join(tmp, "pipeline"))
@@ -142,7 +159,7 @@ def test_same_script_runs_with_pyspark_lda_and_sparklda(spark, words_df, tmp_pat
     for doc_id in (10_000, 10_001):
         np.testing.assert_array_equal(theirs["theta"][doc_id], np.zeros(K))
         np.testing.assert_allclose(ours["theta"][doc_id], np.full(K, 1 / K))
-    for doc_id, th in ours["theta"].items():
+    for th in ours["theta"].values():
         assert th.sum() == pytest.approx(1.0)
 
 
@@ -158,8 +175,17 @@ def test_params_have_pyspark_names_defaults_and_setters(spark):  # pyspark LDA n
     ours, theirs = LDA(), SparkLDA()
     for p in theirs.params:
         assert ours.hasParam(p.name), p.name
-    for name in ("k", "maxIter", "checkpointInterval", "learningOffset", "learningDecay",
-                 "subsamplingRate", "optimizer", "topicDistributionCol", "featuresCol"):
+    for name in (
+        "k",
+        "maxIter",
+        "checkpointInterval",
+        "learningOffset",
+        "learningDecay",
+        "subsamplingRate",
+        "optimizer",
+        "topicDistributionCol",
+        "featuresCol",
+    ):
         assert ours.getOrDefault(name) == theirs.getOrDefault(name), name
     lda = LDA().setK(7).setAlgorithm("scvb0").setBurnInPasses(2).setVocabulary(["a", "b"])
     assert (lda.getK(), lda.getBurnInPasses(), lda.getVocabulary()) == (7, 2, ["a", "b"])
@@ -173,13 +199,24 @@ def test_params_have_pyspark_names_defaults_and_setters(spark):  # pyspark LDA n
 def test_params_map_onto_train_params():
     from sparklda import LDA
 
-    tp = LDA(k=6, maxIter=4, seed=-3, docConcentration=[0.2] * 6, topicConcentration=0.05,
-             learningOffset=500.0, learningDecay=0.8, burnInPasses=2, stepScale=5.0,
-             heldoutFraction=0.1, evalEvery=3, checkpointInterval=-1)._train_params()
+    tp = LDA(
+        k=6,
+        maxIter=4,
+        seed=-3,
+        docConcentration=[0.2] * 6,
+        topicConcentration=0.05,
+        learningOffset=500.0,
+        learningDecay=0.8,
+        burnInPasses=2,
+        stepScale=5.0,
+        heldoutFraction=0.1,
+        evalEvery=3,
+        checkpointInterval=-1,
+    )._train_params()
     assert (tp.algorithm, tp.k, tp.passes, tp.alpha, tp.eta) == ("scvb0", 6, 4, 0.2, 0.05)
     assert (tp.tau_phi, tp.kappa_phi, tp.burnin, tp.s_phi) == (500.0, 0.8, 2, 5.0)
     assert (tp.heldout_fraction, tp.eval_every, tp.checkpoint_interval) == (0.1, 3, 0)
-    assert 0 <= tp.seed < 2 ** 63
+    assert 0 <= tp.seed < 2**63
     auto = LDA(docConcentration=[-1.0], topicConcentration=-1.0)._train_params()
     assert (auto.alpha, auto.eta, auto.tau_phi, auto.kappa_phi) == (0.1, 0.01, 1000.0, 0.9)
     from sparklda.params import TrainParams
@@ -190,9 +227,13 @@ def test_params_map_onto_train_params():
     from sparklda.modes import MODES
 
     for modes, kwargs, check in (
-            ("svb", dict(algorithm="svb", learningOffset=64.0, learningDecay=0.6),
-             lambda tp: (tp.learning_offset, tp.learning_decay, tp.tau_phi) == (64.0, 0.6, 1000.0)),
-            ("cvb0", dict(optimizer="em"), lambda tp: tp.algorithm == "cvb0")):
+        (
+            "svb",
+            dict(algorithm="svb", learningOffset=64.0, learningDecay=0.6),
+            lambda tp: (tp.learning_offset, tp.learning_decay, tp.tau_phi) == (64.0, 0.6, 1000.0),
+        ),
+        ("cvb0", dict(optimizer="em"), lambda tp: tp.algorithm == "cvb0"),
+    ):
         if modes in MODES:
             assert check(LDA(**kwargs)._train_params())
         else:  # another mode not built yet: a clear error
@@ -202,42 +243,74 @@ def test_params_map_onto_train_params():
 
 BAD_PARAMS = [
     (dict(k=1), "The 'k' parameter of LDA must be an int in the range [2, inf). Got 1 instead."),
-    (dict(maxIter=0), "The 'maxIter' parameter of LDA must be an int in the range [1, inf). "
-                      "Got 0 instead."),
-    (dict(learningDecay=0.5), "The 'learningDecay' parameter of LDA must be a float in the "
-                              "range (0.5, 1]. Got 0.5 instead."),
-    (dict(learningOffset=-1.0), "The 'learningOffset' parameter of LDA must be a float in the "
-                                "range (0, inf). Got -1.0 instead."),
-    (dict(subsamplingRate=1.5), "The 'subsamplingRate' parameter of LDA must be a float in the "
-                                "range (0, 1]. Got 1.5 instead."),
-    (dict(heldoutFraction=1.0), "The 'heldoutFraction' parameter of LDA must be a float in the "
-                                "range [0, 1). Got 1.0 instead."),
-    (dict(burnInPasses=-1), "The 'burnInPasses' parameter of LDA must be an int in the range "
-                            "[0, inf). Got -1 instead."),
-    (dict(checkpointInterval=0), "The 'checkpointInterval' parameter of LDA must be an int in "
-                                 "the range [1, inf), or -1 to disable checkpoints. Got 0 "
-                                 "instead."),
-    (dict(k=2, docConcentration=[0.1, 0.2]), "The 'docConcentration' parameter of LDA must be "
-                                             "symmetric"),
+    (
+        dict(maxIter=0),
+        "The 'maxIter' parameter of LDA must be an int in the range [1, inf). Got 0 instead.",
+    ),
+    (
+        dict(learningDecay=0.5),
+        "The 'learningDecay' parameter of LDA must be a float in the "
+        "range (0.5, 1]. Got 0.5 instead.",
+    ),
+    (
+        dict(learningOffset=-1.0),
+        "The 'learningOffset' parameter of LDA must be a float in the "
+        "range (0, inf). Got -1.0 instead.",
+    ),
+    (
+        dict(subsamplingRate=1.5),
+        "The 'subsamplingRate' parameter of LDA must be a float in the "
+        "range (0, 1]. Got 1.5 instead.",
+    ),
+    (
+        dict(heldoutFraction=1.0),
+        "The 'heldoutFraction' parameter of LDA must be a float in the "
+        "range [0, 1). Got 1.0 instead.",
+    ),
+    (
+        dict(burnInPasses=-1),
+        "The 'burnInPasses' parameter of LDA must be an int in the range [0, inf). Got -1 instead.",
+    ),
+    (
+        dict(checkpointInterval=0),
+        "The 'checkpointInterval' parameter of LDA must be an int in "
+        "the range [1, inf), or -1 to disable checkpoints. Got 0 "
+        "instead.",
+    ),
+    (
+        dict(k=2, docConcentration=[0.1, 0.2]),
+        "The 'docConcentration' parameter of LDA must be symmetric",
+    ),
     (dict(k=2, docConcentration=[0.1] * 3), "or a list of 1 or k=2 such floats"),
     (dict(docConcentration=0.0), "Got [0.0] instead."),
-    (dict(topicConcentration=0.0), "The 'topicConcentration' parameter of LDA must be a float "
-                                   "in the range (0, 10000], or None or -1 for the default 0.01. "
-                                   "Got 0.0 instead."),
-    (dict(optimizer="gibbs"), "The 'optimizer' parameter of LDA must be one of ['em', 'online', "
-                              "'scvb0', 'cvb0', 'cvb', 'svb']. Got 'gibbs' instead."),
+    (
+        dict(topicConcentration=0.0),
+        "The 'topicConcentration' parameter of LDA must be a float "
+        "in the range (0, 10000], or None or -1 for the default 0.01. "
+        "Got 0.0 instead.",
+    ),
+    (
+        dict(optimizer="gibbs"),
+        "The 'optimizer' parameter of LDA must be one of ['em', 'online', "
+        "'scvb0', 'cvb0', 'cvb', 'svb']. Got 'gibbs' instead.",
+    ),
     (dict(algorithm="lsa"), "The 'algorithm' parameter of LDA must be one of"),
-    (dict(optimizer="em", algorithm="scvb0"), "The 'optimizer' parameter ('em', i.e. 'cvb0') "
-                                              "and the 'algorithm' parameter ('scvb0') of LDA "
-                                              "disagree"),
+    (
+        dict(optimizer="em", algorithm="scvb0"),
+        "The 'optimizer' parameter ('em', i.e. 'cvb0') "
+        "and the 'algorithm' parameter ('scvb0') of LDA "
+        "disagree",
+    ),
     (dict(subsamplingRate=0.1, minibatchSize=10), "set only one"),
-    (dict(learningOffset=1.0), "The first step stepScale/learningOffset^learningDecay of LDA "
-                               "must be at most 1. Got 10 from"),
+    (
+        dict(learningOffset=1.0),
+        "The first step stepScale/learningOffset^learningDecay of LDA "
+        "must be at most 1. Got 10 from",
+    ),
 ]
 
 
-@pytest.mark.parametrize("kwargs,message", BAD_PARAMS,
-                         ids=[",".join(kw) for kw, _ in BAD_PARAMS])
+@pytest.mark.parametrize("kwargs,message", BAD_PARAMS, ids=[",".join(kw) for kw, _ in BAD_PARAMS])
 def test_bad_params_fail_at_fit_before_any_job(spark, counted, kwargs, message):
     from sparklda import LDA
 
@@ -254,14 +327,17 @@ def test_bad_params_fail_at_fit_before_any_job(spark, counted, kwargs, message):
 
 
 def test_unavailable_algorithm_is_named(spark, counted, monkeypatch):
+    import sparklda.modes  # noqa: F401
     from sparklda import LDA
     from sparklda.modes import MODES
 
-    import sparklda.modes  # noqa: F401
-
     monkeypatch.delitem(MODES, "scvb0")
-    with no_spark_job(spark), pytest.raises(ValueError, match="The 'scvb0' algorithm is not "
-                                                              "available in this installation"):
+    with (
+        no_spark_job(spark),
+        pytest.raises(
+            ValueError, match="The 'scvb0' algorithm is not available in this installation"
+        ),
+    ):
         LDA().fit(counted[1])
 
 
@@ -275,22 +351,29 @@ def test_data_checks_before_any_job(spark, counted, fitted, words_df):
             LDA(featuresCol="counts").fit(df)
         with pytest.raises(CorpusError, match="must be of type pyspark.ml.linalg.VectorUDT"):
             LDA(featuresCol="words").fit(df)
-        with pytest.raises(CorpusError, match="has 2 terms but column 'features' holds vectors "
-                                              f"of size {len(cv.vocabulary)}"):
+        with pytest.raises(
+            CorpusError,
+            match=f"has 2 terms but column 'features' holds vectors of size {len(cv.vocabulary)}",
+        ):
             LDA(vocabulary=["a", "b"]).fit(df)
         with pytest.raises(ValueError, match="must equal the initial model's k"):
             LDA(k=K + 1, initialModel=fitted).fit(df)
-        with pytest.raises(FileNotFoundError, match="No sparklda model at '/nonexistent/m': "
-                                                    "expected a TopicModel, an LDAModel"):
+        with pytest.raises(
+            FileNotFoundError,
+            match="No sparklda model at '/nonexistent/m': expected a TopicModel, an LDAModel",
+        ):
             LDA(k=K, initialModel="/nonexistent/m").fit(df)
-        with pytest.raises(CorpusError, match="'topicDistribution' \\(topicDistributionCol\\) "
-                                              "already exists"):
+        with pytest.raises(
+            CorpusError, match="'topicDistribution' \\(topicDistributionCol\\) already exists"
+        ):
             fitted.transform(fitted.transform(df))
     from pyspark.ml.feature import CountVectorizer
 
     other = CountVectorizer(inputCol="words", outputCol="features", vocabSize=50).fit(words_df)
-    with no_spark_job(spark), pytest.raises(CorpusError, match="have size 50 but the model's "
-                                                               "vocabulary has"):
+    with (
+        no_spark_job(spark),
+        pytest.raises(CorpusError, match="have size 50 but the model's vocabulary has"),
+    ):
         fitted.transform(other.transform(words_df))
 
 
@@ -330,8 +413,15 @@ def test_training_history(spark, counted, fitted, tmp_path):
     from sparklda import LDA, LDAModel
 
     cv, df = counted
-    m = LDA(k=K, maxIter=2, seed=1, minibatchSize=100, heldoutFraction=0.2, evalEvery=1,
-            vocabulary=cv.vocabulary).fit(df)
+    m = LDA(
+        k=K,
+        maxIter=2,
+        seed=1,
+        minibatchSize=100,
+        heldoutFraction=0.2,
+        evalEvery=1,
+        vocabulary=cv.vocabulary,
+    ).fit(df)
     hist = m.trainingHistory()
     assert len(hist) >= 4 and [h["round"] for h in hist] == sorted(h["round"] for h in hist)
     assert all(np.isfinite(h["heldout_loglik"]) and h["elapsed_s"] >= 0 for h in hist)
@@ -363,8 +453,10 @@ def test_model_round_trip(spark, counted, fitted, tmp_path):
     b = loaded.transform(df).select("id", "theta").orderBy("id").collect()
     assert [r.id for r in a] == [r.id for r in b]
     np.testing.assert_allclose([r.theta.toArray() for r in a], [r.theta.toArray() for r in b])
-    with pytest.raises(FileExistsError, match="already exists. To overwrite it, use "
-                                              "write\\(\\).overwrite\\(\\).save\\(path\\)"):
+    with pytest.raises(
+        FileExistsError,
+        match="already exists. To overwrite it, use write\\(\\).overwrite\\(\\).save\\(path\\)",
+    ):
         model.save(path)
     model.setSeed(12).write().overwrite().save(path)
     assert LDAModel.load(path).getSeed() == 12
@@ -381,8 +473,12 @@ def test_fitted_pipeline_round_trip_and_warm_start_from_it(spark, words_df, tmp_
     from sparklda import LDA, LDAModel
     from sparklda.ml import load_topic_model
 
-    pipe = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features", minDF=2.0),
-                            LDA(k=K, maxIter=2, seed=2, minibatchSize=150)])
+    pipe = Pipeline(
+        stages=[
+            CountVectorizer(inputCol="words", outputCol="features", minDF=2.0),
+            LDA(k=K, maxIter=2, seed=2, minibatchSize=150),
+        ]
+    )
     pm = pipe.fit(words_df)
     cv_model, lda_model = pm.stages
     assert isinstance(lda_model, LDAModel)
@@ -394,14 +490,17 @@ def test_fitted_pipeline_round_trip_and_warm_start_from_it(spark, words_df, tmp_
     assert loaded.stages[-1].topicModel.vocab == cv_model.vocabulary
     a = pm.transform(words_df).orderBy("id").collect()
     b = loaded.transform(words_df).orderBy("id").collect()
-    np.testing.assert_allclose([r.topicDistribution.toArray() for r in a],
-                               [r.topicDistribution.toArray() for r in b])
+    np.testing.assert_allclose(
+        [r.topicDistribution.toArray() for r in a], [r.topicDistribution.toArray() for r in b]
+    )
     # the pipeline's directory (or the stage's) is a valid initialModel path
-    np.testing.assert_array_equal(load_topic_model(path).topic_word,
-                                  lda_model.topicModel.topic_word)
+    np.testing.assert_array_equal(
+        load_topic_model(path).topic_word, lda_model.topicModel.topic_word
+    )
     counted = cv_model.transform(words_df)
-    warm = LDA(k=K, maxIter=1, seed=2, initialModel=path,
-               vocabulary=cv_model.vocabulary).fit(counted)
+    warm = LDA(k=K, maxIter=1, seed=2, initialModel=path, vocabulary=cv_model.vocabulary).fit(
+        counted
+    )
     assert warm.topicModel.vocab == cv_model.vocabulary
     assert warm.topicModel.metadata["warm_start"]["initial_model"] == path
 
@@ -412,15 +511,24 @@ def test_estimator_and_unfitted_pipeline_round_trip(spark, fitted, tmp_path):
 
     from sparklda import LDA, LDAModel
 
-    lda = LDA(k=K, maxIter=7, docConcentration=0.3, algorithm="scvb0", vocabulary=["x"] * 3,
-              initialModel=fitted)
+    lda = LDA(
+        k=K,
+        maxIter=7,
+        docConcentration=0.3,
+        algorithm="scvb0",
+        vocabulary=["x"] * 3,
+        initialModel=fitted,
+    )
     pipe = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features"), lda])
     path = str(tmp_path / "pipe")
     pipe.save(path)
     stage = Pipeline.load(path).getStages()[-1]
     assert isinstance(stage, LDA) and stage.uid == lda.uid
     assert (stage.getMaxIter(), stage.getDocConcentration(), stage.getVocabulary()) == (
-        7, [0.3], ["x"] * 3)
+        7,
+        [0.3],
+        ["x"] * 3,
+    )
     assert stage.isSet(stage.algorithm) and not stage.isSet(stage.optimizer)
     init = stage.getInitialModel()
     assert isinstance(init, LDAModel) and init.uid == fitted.uid
@@ -431,9 +539,9 @@ def test_estimator_and_unfitted_pipeline_round_trip(spark, fitted, tmp_path):
     assert LDA.load(str(tmp_path / "est")).getInitialModel() == "/models/previous"
 
 
-def test_saves_go_through_spark_uris_and_overwrite_never_loses_the_model(spark, words_df,
-                                                                          counted, fitted,
-                                                                          tmp_path, monkeypatch):
+def test_saves_go_through_spark_uris_and_overwrite_never_loses_the_model(
+    spark, words_df, counted, fitted, tmp_path, monkeypatch
+):
     """TopicModel, LDAModel and PipelineModel round-trip through ``file://`` URIs (the
     writers and readers are Spark's, so any URI Spark opens works); an
     ``overwrite()`` that crashes mid-save leaves the previous model loadable."""
@@ -446,17 +554,22 @@ def test_saves_go_through_spark_uris_and_overwrite_never_loses_the_model(spark, 
 
     tm_uri = f"file://{tmp_path}/tm"
     fitted.topicModel.save(tm_uri)
-    np.testing.assert_array_equal(TopicModel.load(tm_uri).topic_word,
-                                  fitted.topicModel.topic_word)
+    np.testing.assert_array_equal(TopicModel.load(tm_uri).topic_word, fitted.topicModel.topic_word)
     model_uri = f"file://{tmp_path}/lda"
     fitted.write().save(model_uri)
     assert LDAModel.load(model_uri).uid == fitted.uid
-    pm = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features", minDF=2.0),
-                          LDA(k=K, maxIter=1, seed=3, minibatchSize=150)]).fit(words_df)
+    pm = Pipeline(
+        stages=[
+            CountVectorizer(inputCol="words", outputCol="features", minDF=2.0),
+            LDA(k=K, maxIter=1, seed=3, minibatchSize=150),
+        ]
+    ).fit(words_df)
     pm_uri = f"file://{tmp_path}/pipe"
     pm.write().save(pm_uri)
-    np.testing.assert_array_equal(PipelineModel.load(pm_uri).stages[-1].topicModel.topic_word,
-                                  pm.stages[-1].topicModel.topic_word)
+    np.testing.assert_array_equal(
+        PipelineModel.load(pm_uri).stages[-1].topicModel.topic_word,
+        pm.stages[-1].topicModel.topic_word,
+    )
 
     # overwrite() of an LDAModel: pyspark's writer would delete the directory first
     other = LDA(k=K, maxIter=1, seed=9, minibatchSize=150).fit(counted[1])

@@ -13,7 +13,6 @@ from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from tests.helpers import planted_source
 
-
 # saving and loading go through Spark
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -21,8 +20,13 @@ pytestmark = pytest.mark.usefixtures("spark")
 def small_model(vocab=True, k=3, v=7, seed=0):
     rng = np.random.default_rng(seed)
     tw = rng.gamma(1.0, 5.0, size=(v, k))
-    return TopicModel(tw, 0.1, 0.01, [f"t{i}" for i in range(v)] if vocab else None,
-                      {"mode": "scvb0", "rounds": 4})
+    return TopicModel(
+        tw,
+        0.1,
+        0.01,
+        [f"t{i}" for i in range(v)] if vocab else None,
+        {"mode": "scvb0", "rounds": 4},
+    )
 
 
 @pytest.mark.parametrize("vocab", [True, False])
@@ -34,7 +38,7 @@ def test_save_load_round_trip(tmp_path, vocab):
     assert names[0] == "commits" and len(names) == 2 and names[1].startswith("v000000-")
     assert os.listdir(os.path.join(path, "commits")) == [names[1]]
     meta_dir = os.path.join(path, names[1], "metadata")
-    part = [f for f in os.listdir(meta_dir) if f.startswith("part-")][0]
+    part = next(f for f in os.listdir(meta_dir) if f.startswith("part-"))
     meta = json.loads(open(os.path.join(meta_dir, part)).read())
     assert meta["k"] == 3 and meta["vocab_size"] == 7 and meta["mode"] == "scvb0"
     assert {"format_version", "sparklda_version", "spark_version", "created"} <= set(meta)
@@ -103,21 +107,35 @@ def test_reads_the_format_1_layout_and_replaces_it(tmp_path):
     m = small_model(seed=5)
     path = tmp_path / "old"
     path.mkdir()
-    meta = {"format": "sparklda.TopicModel", "format_version": 1, "k": m.k,
-            "vocab_size": m.vocab_size, "alpha": m.alpha, "eta": m.eta,
-            "has_vocab": m.vocab is not None}
+    meta = {
+        "format": "sparklda.TopicModel",
+        "format_version": 1,
+        "k": m.k,
+        "vocab_size": m.vocab_size,
+        "alpha": m.alpha,
+        "eta": m.eta,
+        "has_vocab": m.vocab is not None,
+    }
     (path / "metadata.json").write_text(json.dumps(meta))
-    pq.write_table(pa.table({
-        "term_index": pa.array(np.arange(m.vocab_size, dtype=np.int32)),
-        "term": pa.array(m.vocab if m.vocab else [None] * m.vocab_size, type=pa.string()),
-        "topic_word": pa.FixedSizeListArray.from_arrays(pa.array(m.topic_word.ravel()), m.k)}),
-        str(path / "topics.parquet"))
+    pq.write_table(
+        pa.table(
+            {
+                "term_index": pa.array(np.arange(m.vocab_size, dtype=np.int32)),
+                "term": pa.array(m.vocab if m.vocab else [None] * m.vocab_size, type=pa.string()),
+                "topic_word": pa.FixedSizeListArray.from_arrays(
+                    pa.array(m.topic_word.ravel()), m.k
+                ),
+            }
+        ),
+        str(path / "topics.parquet"),
+    )
     back = TopicModel.load(f"file://{path}")
     np.testing.assert_array_equal(back.topic_word, m.topic_word)
     with pytest.raises(FileExistsError):
         m.save(str(path))
     small_model(seed=6).save(str(path), overwrite=True)
     assert "metadata.json" not in os.listdir(path) and "topics.parquet" not in os.listdir(path)
+
 
 def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="No sparklda model"):
@@ -149,9 +167,14 @@ def test_transform_folds_in_on_executors(spark):
     tw[:3, 0] = 50.0
     tw[3:, 1] = 50.0
     m = TopicModel(tw, 0.1, 0.01)
-    df = spark.createDataFrame([(0, Vectors.sparse(6, {0: 5.0, 1: 3.0})),
-                                (1, Vectors.sparse(6, {4: 4.0, 5: 1.0})),
-                                (2, Vectors.sparse(6, {}))], ["id", "features"])
+    df = spark.createDataFrame(
+        [
+            (0, Vectors.sparse(6, {0: 5.0, 1: 3.0})),
+            (1, Vectors.sparse(6, {4: 4.0, 5: 1.0})),
+            (2, Vectors.sparse(6, {})),
+        ],
+        ["id", "features"],
+    )
     out = m.transform(df).orderBy("id").collect()
     assert out[0]["topicDistribution"][0] > 0.95
     assert out[1]["topicDistribution"][1] > 0.95
@@ -172,10 +195,11 @@ def test_evaluate_prefers_the_true_topics(spark):
         k, w = 4, 6
         truth = np.zeros((k * w, k))
         for t in range(k):
-            truth[t * w:(t + 1) * w, t] = 100.0
+            truth[t * w : (t + 1) * w, t] = 100.0
         good = TopicModel(truth, 0.1, 0.01).evaluate(corpus.heldout)
         noise = TopicModel(np.random.default_rng(0).random((k * w, k)), 0.1, 0.01).evaluate(
-            corpus.heldout)
+            corpus.heldout
+        )
         assert good.documents == 30
         assert good.loglik_per_token > noise.loglik_per_token + 0.5
         assert good.perplexity == pytest.approx(np.exp(-good.loglik_per_token))
@@ -186,18 +210,33 @@ def test_evaluate_prefers_the_true_topics(spark):
         corpus.unpersist()
 
 
-@pytest.mark.parametrize("name,value,message", [
-    ("k", 1, "The 'k' parameter of LDA must be an int in the range [2, inf). Got 1 instead."),
-    ("k", 2.5, "The 'k' parameter of LDA must be an int in the range [2, inf). Got 2.5 instead."),
-    ("alpha", 0.0, "The 'alpha' parameter of LDA must be a float in the range (0, 10000]. Got 0.0"),
-    ("eta", -1, "The 'eta' parameter of LDA must be a float in the range (0, 10000]. Got -1"),
-    ("passes", 0, "The 'passes' parameter of LDA must be an int in the range [1, inf). Got 0"),
-    ("kappa_phi", 0.2, "The 'kappa_phi' parameter of LDA must be a float in the range (0.5, 1]."),
-    ("minibatch_size", True, "The 'minibatch_size' parameter of LDA must be an int"),
-    ("algorithm", "gibbs", "The 'algorithm' parameter of LDA must be one of"),
-    ("dtype", "float16", "The 'dtype' parameter of LDA must be one of ['float32', 'float64']"),
-    ("alpha", float("nan"), "The 'alpha' parameter of LDA must be a float"),
-])
+@pytest.mark.parametrize(
+    "name,value,message",
+    [
+        ("k", 1, "The 'k' parameter of LDA must be an int in the range [2, inf). Got 1 instead."),
+        (
+            "k",
+            2.5,
+            "The 'k' parameter of LDA must be an int in the range [2, inf). Got 2.5 instead.",
+        ),
+        (
+            "alpha",
+            0.0,
+            "The 'alpha' parameter of LDA must be a float in the range (0, 10000]. Got 0.0",
+        ),
+        ("eta", -1, "The 'eta' parameter of LDA must be a float in the range (0, 10000]. Got -1"),
+        ("passes", 0, "The 'passes' parameter of LDA must be an int in the range [1, inf). Got 0"),
+        (
+            "kappa_phi",
+            0.2,
+            "The 'kappa_phi' parameter of LDA must be a float in the range (0.5, 1].",
+        ),
+        ("minibatch_size", True, "The 'minibatch_size' parameter of LDA must be an int"),
+        ("algorithm", "gibbs", "The 'algorithm' parameter of LDA must be one of"),
+        ("dtype", "float16", "The 'dtype' parameter of LDA must be one of ['float32', 'float64']"),
+        ("alpha", float("nan"), "The 'alpha' parameter of LDA must be a float"),
+    ],
+)
 def test_parameter_validation_messages(name, value, message):
     with pytest.raises(ValueError) as e:
         TrainParams(**{name: value}).validate()
@@ -207,8 +246,11 @@ def test_parameter_validation_messages(name, value, message):
 def test_unknown_parameter_and_schedule_start():
     with pytest.raises(ValueError, match="Unknown LDA parameter\\(s\\) \\['topics'\\]"):
         TrainParams.from_dict({"topics": 5})
-    with pytest.raises(ValueError, match="The first step s_phi/tau_phi\\^kappa_phi of LDA must be "
-                                         "at most 1. Got 100 from s_phi=100.0"):
+    with pytest.raises(
+        ValueError,
+        match="The first step s_phi/tau_phi\\^kappa_phi of LDA must be "
+        "at most 1. Got 100 from s_phi=100.0",
+    ):
         TrainParams(s_phi=100.0, tau_phi=1.0).validate()
     TrainParams().validate()  # the defaults are valid
 

@@ -14,16 +14,31 @@ from scipy.optimize import linear_sum_assignment
 
 from sparklda.api import fit
 from sparklda.corpus import split_documents, validate
-from sparklda.model import TopicModel
 from sparklda.kernels.random import Stream
+from sparklda.model import TopicModel
 from sparklda.modes.svb import gamma_draws, initial_lambda
 from sparklda.params import TrainParams
 from tests.helpers import assert_recovers_planted, planted_source
 
 V, K = 24, 4  # the planted corpus: 4 topics × 6 words
-COMMON_ROUND_KEYS = {"round", "passes", "elapsed_s", "round_s", "ship_s", "job_s", "release_s",
-                     "merge_s", "update_s", "tokens", "tokens_per_s", "tasks", "shipped_bytes",
-                     "driver_bytes", "merged_bytes", "task_kernel_max_s"}
+COMMON_ROUND_KEYS = {
+    "round",
+    "passes",
+    "elapsed_s",
+    "round_s",
+    "ship_s",
+    "job_s",
+    "release_s",
+    "merge_s",
+    "update_s",
+    "tokens",
+    "tokens_per_s",
+    "tasks",
+    "shipped_bytes",
+    "driver_bytes",
+    "merged_bytes",
+    "task_kernel_max_s",
+}
 
 # Mode settings for the planted corpus (160 documents, 16 held out). CVB0/CVB: a
 # minibatch of 1000 gives one slice, so the iteration runs over 2 partitions (the
@@ -34,8 +49,9 @@ COMMON_ROUND_KEYS = {"round", "passes", "elapsed_s", "round_s", "ship_s", "job_s
 SETTINGS = {
     "cvb0": dict(algorithm="cvb0", passes=25, minibatch_size=1000, checkpoint_interval=5),
     "cvb": dict(algorithm="cvb", passes=25, minibatch_size=1000, checkpoint_interval=5),
-    "svb": dict(algorithm="svb", passes=10, minibatch_size=40, learning_offset=1.0,
-                learning_decay=0.51),
+    "svb": dict(
+        algorithm="svb", passes=10, minibatch_size=40, learning_offset=1.0, learning_decay=0.51
+    ),
     "svb-batch": dict(algorithm="svb", batch=True, passes=10),
 }
 
@@ -94,7 +110,7 @@ def test_every_mode_recovers_planted_topics(trained, name):
 
 
 def test_rounds_of_each_mode(trained):
-    cvb0, cvb0_rows = trained("cvb0")
+    _cvb0, cvb0_rows = trained("cvb0")
     assert len(cvb0_rows) == 25  # one round per iteration, over every partition
     assert cvb0_rows[-1]["passes"] == 25
     # the iterations converge: the share of moved assignments shrinks
@@ -106,7 +122,7 @@ def test_rounds_of_each_mode(trained):
     np.testing.assert_allclose(rhos, [(1.0 + t) ** -0.51 for t in range(len(rhos))])
     # each pass visits every slice once
     for p in range(10):
-        assert sorted(r["slice"] for r in svb_rows[p * slices:(p + 1) * slices]) == [0, 1, 2, 3]
+        assert sorted(r["slice"] for r in svb_rows[p * slices : (p + 1) * slices]) == [0, 1, 2, 3]
     assert sum(r["docs"] for r in svb_rows[:slices]) == svb.report["corpus"]["training_documents"]
 
 
@@ -167,13 +183,15 @@ def test_warm_start_from_a_trained_model(source, trained, name):
     its topics (CVB0 with no checkpoint, so the lineage keeps the broadcast of the
     initial topics: it must stay usable)."""
     start, _ = trained("cvb0")
-    res = fit(source, planted_params(name, passes=2, checkpoint_interval=0),
-              initial_model=start.model)
+    res = fit(
+        source, planted_params(name, passes=2, checkpoint_interval=0), initial_model=start.model
+    )
     assert_recovers_planted(res.model.topic_word)
     phi = matched(phi_of(start.model), phi_of(res.model))
     assert np.abs(phi - phi_of(start.model)).max() < 0.02
-    assert abs(res.evaluations[-1]["heldout_loglik"]
-               - start.evaluations[-1]["heldout_loglik"]) < 0.01
+    assert (
+        abs(res.evaluations[-1]["heldout_loglik"] - start.evaluations[-1]["heldout_loglik"]) < 0.01
+    )
 
 
 # -- batch VB against numpy ---------------------------------------------------------
@@ -221,8 +239,9 @@ def test_batch_vb_is_one_full_round_per_pass_with_rho_one(spark, source):
         sstats = np.zeros((V, K))
         for doc_id, terms, counts in docs:
             g0 = gamma_draws(params.seed, Stream.DOC_GAMMA + p, np.array([doc_id]), K)[0]
-            sstats[terms] += numpy_estep(terms, counts, expelogbeta, alpha, g0,
-                                         params.estep_max_iter, params.estep_tol)
+            sstats[terms] += numpy_estep(
+                terms, counts, expelogbeta, alpha, g0, params.estep_max_iter, params.estep_tol
+            )
         lam = eta + sstats  # ρ = 1, D/|S| = 1
     np.testing.assert_allclose(res.model.topic_word + eta, lam, rtol=1e-6, atol=1e-9)
     # the model's φ̂ is λ / Σλ

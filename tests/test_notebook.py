@@ -14,7 +14,8 @@ NOTEBOOKS = os.path.join(ROOT, "notebooks")
 
 def load_builder():
     spec = importlib.util.spec_from_file_location(
-        "build_notebooks", os.path.join(NOTEBOOKS, "build_notebooks.py"))
+        "build_notebooks", os.path.join(NOTEBOOKS, "build_notebooks.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -42,8 +43,9 @@ def test_quickstart_notebook_runs(tmp_path):
     nb = nbformat.read(os.path.join(NOTEBOOKS, "quickstart.ipynb"), as_version=4)
     nbformat.validate(nb)
     env_before = os.environ.get("PYSPARK_PYTHON")
-    client = NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
     assert os.environ.get("PYSPARK_PYTHON") == env_before
 
@@ -56,7 +58,7 @@ def test_quickstart_notebook_runs(tmp_path):
     assert html.count("</tr>") == 1 + 10  # header + one row per topic
     plot = outputs("plt.show()")
     assert any("image/png" in o.get("data", {}) for o in plot)
-    history = [o for o in plot if o.output_type == "execute_result"][0].data["text/plain"]
+    history = next(o for o in plot if o.output_type == "execute_result").data["text/plain"]
     assert "heldout_loglik" in history
     scored = outputs("model.transform(new)")
     text = "".join(o.get("text", "") for o in scored if o.output_type == "stream")

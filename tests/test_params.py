@@ -18,13 +18,23 @@ import numpy as np
 import pytest
 
 from sparklda.errors import ParamError
-from sparklda.params import (ALGORITHMS, BY_NAME, CONSTRAINTS, DEFAULT_ALPHA, DEFAULT_ETA,
-                             FIRST_STEPS, TrainParams, validate_params)
+from sparklda.params import (
+    ALGORITHMS,
+    BY_NAME,
+    CONSTRAINTS,
+    DEFAULT_ALPHA,
+    DEFAULT_ETA,
+    FIRST_STEPS,
+    TrainParams,
+    validate_params,
+)
 
-MESSAGE = re.compile(r"^The '(?P<name>\w+)' parameter of (?P<owner>\w+) must be "
-                     r"(an int in the range [\[(]\S+, \S+[\])]|a float in the range [\[(]\S+, "
-                     r"\S+[\])]|one of \[.*\]|a bool \(True or False\))(, .+)?\. "
-                     r"Got (?P<got>.+) instead\.$")
+MESSAGE = re.compile(
+    r"^The '(?P<name>\w+)' parameter of (?P<owner>\w+) must be "
+    r"(an int in the range [\[(]\S+, \S+[\])]|a float in the range [\[(]\S+, "
+    r"\S+[\])]|one of \[.*\]|a bool \(True or False\))(, .+)?\. "
+    r"Got (?P<got>.+) instead\.$"
+)
 
 
 def invalid_values(c, pyspark_converted=False):
@@ -129,22 +139,43 @@ def test_every_constraint_accepts_its_closed_bounds_and_numpy_scalars(c, value):
     assert getattr(tp, c.name) is value
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    (dict(k=50.0), "The 'k' parameter of LDA must be an int in the range [2, inf). Got 50.0 "
-                   "instead."),
-    (dict(alpha=1e300), "The 'alpha' parameter of LDA must be a float in the range (0, 10000]. "
-                        "Got 1e+300 instead."),
-    (dict(eta=math.inf), "The 'eta' parameter of LDA must be a float in the range (0, 10000]. "
-                         "Got inf instead."),
-    (dict(heldout_fraction=1.0), "The 'heldout_fraction' parameter of LDA must be a float in "
-                                 "the range [0, 1). Got 1.0 instead."),
-    (dict(seed=2 ** 63), "The 'seed' parameter of LDA must be an int in the range "
-                         "[0, 9223372036854775807]. Got 9223372036854775808 instead."),
-    (dict(dtype="float16"), "The 'dtype' parameter of LDA must be one of ['float32', "
-                            "'float64']. Got 'float16' instead."),
-    (dict(batch=1), "The 'batch' parameter of LDA must be a bool (True or False). Got 1 "
-                    "instead."),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (
+            dict(k=50.0),
+            "The 'k' parameter of LDA must be an int in the range [2, inf). Got 50.0 instead.",
+        ),
+        (
+            dict(alpha=1e300),
+            "The 'alpha' parameter of LDA must be a float in the range (0, 10000]. "
+            "Got 1e+300 instead.",
+        ),
+        (
+            dict(eta=math.inf),
+            "The 'eta' parameter of LDA must be a float in the range (0, 10000]. Got inf instead.",
+        ),
+        (
+            dict(heldout_fraction=1.0),
+            "The 'heldout_fraction' parameter of LDA must be a float in "
+            "the range [0, 1). Got 1.0 instead.",
+        ),
+        (
+            dict(seed=2**63),
+            "The 'seed' parameter of LDA must be an int in the range "
+            "[0, 9223372036854775807]. Got 9223372036854775808 instead.",
+        ),
+        (
+            dict(dtype="float16"),
+            "The 'dtype' parameter of LDA must be one of ['float32', "
+            "'float64']. Got 'float16' instead.",
+        ),
+        (
+            dict(batch=1),
+            "The 'batch' parameter of LDA must be a bool (True or False). Got 1 instead.",
+        ),
+    ],
+)
 def test_exact_messages(kwargs, message):
     with pytest.raises(ParamError) as e:
         TrainParams(**kwargs).validate()
@@ -181,8 +212,10 @@ def test_first_step_checks_apply_only_to_their_algorithm(step):
         TrainParams(algorithm=step.algorithm, **bad).validate()
     formula = step.formula.format(**{n: n for n in step.names})
     assert str(e.value).startswith(f"The first step {formula} of LDA must be at most 1. Got ")
-    assert f"{step.names[0]}={bad.get(step.names[0], getattr(TrainParams(), step.names[0]))!r}" \
+    assert (
+        f"{step.names[0]}={bad.get(step.names[0], getattr(TrainParams(), step.names[0]))!r}"
         in str(e.value)
+    )
     for other in ALGORITHMS:
         if other != step.algorithm:
             TrainParams(algorithm=other, **bad).validate()
@@ -196,11 +229,19 @@ def test_first_step_checks_apply_only_to_their_algorithm(step):
 
 def lda_cases():
     """(pyspark Param, constraint to generate from, algorithm) for every mapped Param."""
-    from sparklda.ml.params import (CHECKPOINT_INTERVAL, STEP_PARAM_NAMES, TOPIC_CONCENTRATION,
-                                    TRAIN_PARAM_NAMES, doc_concentration_constraint)
+    from sparklda.ml.params import (
+        CHECKPOINT_INTERVAL,
+        STEP_PARAM_NAMES,
+        TOPIC_CONCENTRATION,
+        TRAIN_PARAM_NAMES,
+        doc_concentration_constraint,
+    )
 
-    own = {"checkpointInterval": CHECKPOINT_INTERVAL, "topicConcentration": TOPIC_CONCENTRATION,
-           "docConcentration": doc_concentration_constraint(10)}
+    own = {
+        "checkpointInterval": CHECKPOINT_INTERVAL,
+        "topicConcentration": TOPIC_CONCENTRATION,
+        "docConcentration": doc_concentration_constraint(10),
+    }
     out = []
     for name, field in TRAIN_PARAM_NAMES.items():
         if name != "seed":  # any long is a pyspark seed; it is masked onto [0, 2^63)
@@ -208,9 +249,12 @@ def lda_cases():
     for name, candidates in STEP_PARAM_NAMES.items():
         for field in candidates:
             out.append((name, BY_NAME[field], BY_NAME[field].algorithms[0]))
-    return [pytest.param(name, c, alg, v, id=f"{name}={v!r}/{alg}") for name, c, alg in out
-            for v in invalid_values(c, pyspark_converted=True)
-            if not (name in ("docConcentration", "topicConcentration") and v is None)]
+    return [
+        pytest.param(name, c, alg, v, id=f"{name}={v!r}/{alg}")
+        for name, c, alg in out
+        for v in invalid_values(c, pyspark_converted=True)
+        if not (name in ("docConcentration", "topicConcentration") and v is None)
+    ]
 
 
 @pytest.mark.parametrize("name,c,algorithm,value", lda_cases())
@@ -224,9 +268,17 @@ def test_lda_rejects_generated_invalid_values_under_pyspark_names(name, c, algor
     assert_names(e.value, name, shown)
 
 
-@pytest.mark.parametrize("name,value", [("k", 2.5), ("k", True), ("maxIter", "3"),
-                                        ("learningOffset", "x"), ("algorithm", 3),
-                                        ("heldoutFraction", False)])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("k", 2.5),
+        ("k", True),
+        ("maxIter", "3"),
+        ("learningOffset", "x"),
+        ("algorithm", 3),
+        ("heldoutFraction", False),
+    ],
+)
 def test_lda_wrong_types_fail_in_pysparks_converters_naming_the_param(name, value):
     from sparklda import LDA
 
@@ -242,7 +294,11 @@ def test_em_with_learning_offset_uses_cvb0_and_ignores_the_step_params(caplog):
     assert tp.algorithm == "cvb0"
     defaults = TrainParams()
     assert (tp.tau_phi, tp.kappa_phi, tp.learning_offset, tp.learning_decay) == (
-        defaults.tau_phi, defaults.kappa_phi, defaults.learning_offset, defaults.learning_decay)
+        defaults.tau_phi,
+        defaults.kappa_phi,
+        defaults.learning_offset,
+        defaults.learning_decay,
+    )
     notes = [r.getMessage() for r in caplog.records]
     assert "LDA: learningOffset is ignored by the cvb0 algorithm." in notes
     assert "LDA: learningDecay is ignored by the cvb0 algorithm." in notes
@@ -257,17 +313,24 @@ def test_step_params_map_per_algorithm_and_name_pyspark_params_in_first_step_err
     assert (svb.learning_offset, svb.learning_decay, svb.tau_phi) == (64.0, 0.6, 1000.0)
     with pytest.raises(ParamError) as e:
         LDA(learningOffset=1.0)._train_params()
-    assert str(e.value) == ("The first step stepScale/learningOffset^learningDecay of LDA must be "
-                            "at most 1. Got 10 from stepScale=10.0, learningOffset=1.0, "
-                            "learningDecay=0.9 instead.")
+    assert str(e.value) == (
+        "The first step stepScale/learningOffset^learningDecay of LDA must be "
+        "at most 1. Got 10 from stepScale=10.0, learningOffset=1.0, "
+        "learningDecay=0.9 instead."
+    )
     with pytest.raises(ParamError) as e:
         LDA(algorithm="svb", learningOffset=0.5)._train_params()
-    assert str(e.value) == ("The first step learningOffset^-learningDecay of LDA must be at most "
-                            "1. Got 1.625 from learningOffset=0.5, learningDecay=0.7 instead.")
+    assert str(e.value) == (
+        "The first step learningOffset^-learningDecay of LDA must be at most "
+        "1. Got 1.625 from learningOffset=0.5, learningDecay=0.7 instead."
+    )
     with pytest.raises(ParamError, match="^The 'optimizer' parameter of LDA must be one of "):
         LDA(optimizer="gibbs")._train_params()
-    with pytest.raises(ParamError, match="^The 'optimizer' parameter of LDA must be one of "
-                                         r"\['em', 'online', 'scvb0', 'cvb0', 'cvb', 'svb'\]"):
+    with pytest.raises(
+        ParamError,
+        match="^The 'optimizer' parameter of LDA must be one of "
+        r"\['em', 'online', 'scvb0', 'cvb0', 'cvb', 'svb'\]",
+    ):
         LDA(optimizer="lsa")._train_params()
 
 
@@ -284,20 +347,25 @@ def no_spark_job(spark):
     assert list(sc.statusTracker().getJobIdsForGroup(group)) == []
 
 
-@pytest.mark.parametrize("kwargs,name,value", [
-    (dict(docConcentration=1e300), "docConcentration", [1e300]),
-    (dict(topicConcentration=math.nan), "topicConcentration", math.nan),
-    (dict(heldoutFraction=1.0), "heldoutFraction", 1.0),
-    (dict(k=None), "k", None),
-    (dict(algorithm="svb", learningDecay=0.5), "learningDecay", 0.5),
-])
+@pytest.mark.parametrize(
+    "kwargs,name,value",
+    [
+        (dict(docConcentration=1e300), "docConcentration", [1e300]),
+        (dict(topicConcentration=math.nan), "topicConcentration", math.nan),
+        (dict(heldoutFraction=1.0), "heldoutFraction", 1.0),
+        (dict(k=None), "k", None),
+        (dict(algorithm="svb", learningDecay=0.5), "learningDecay", 0.5),
+    ],
+)
 def test_lda_fit_fails_before_any_spark_job(spark, kwargs, name, value):
     from pyspark.ml.linalg import Vectors
 
     from sparklda import LDA
 
-    df = spark.createDataFrame([(0, Vectors.sparse(3, [0, 2], [1.0, 2.0])),
-                                (1, Vectors.sparse(3, [1], [4.0]))], ["id", "features"])
+    df = spark.createDataFrame(
+        [(0, Vectors.sparse(3, [0, 2], [1.0, 2.0])), (1, Vectors.sparse(3, [1], [4.0]))],
+        ["id", "features"],
+    )
     with no_spark_job(spark), pytest.raises(ParamError) as e:
         LDA(**kwargs).fit(df)
     if isinstance(value, float) and math.isnan(value):
@@ -318,10 +386,12 @@ def test_corpus_functions_use_the_same_validator_and_format(spark):
     src = planted_source(spark, n_docs=10, n_empty=0)
     df = spark.createDataFrame([("a b c",)], ["text"])
     with no_spark_job(spark):
-        for kwargs, name, value in ((dict(heldout_fraction=1.0), "heldout_fraction", 1.0),
-                                    (dict(minibatch_size=2.0), "minibatch_size", 2.0),
-                                    (dict(heldout_count=-1), "heldout_count", -1),
-                                    (dict(seed=-1), "seed", -1)):
+        for kwargs, name, value in (
+            (dict(heldout_fraction=1.0), "heldout_fraction", 1.0),
+            (dict(minibatch_size=2.0), "minibatch_size", 2.0),
+            (dict(heldout_count=-1), "heldout_count", -1),
+            (dict(seed=-1), "seed", -1),
+        ):
             with pytest.raises(ParamError) as e:
                 build_corpus(src, **kwargs)
             assert_names(e.value, name, value, owner="build_corpus")

@@ -9,15 +9,23 @@ from sparklda.api import fit
 from sparklda.corpus import read_uci
 from sparklda.modes.scvb0 import round_step
 from sparklda.params import TrainParams
-from tests.helpers import (KOS_DOCWORD, KOS_VOCAB, Recorder, assert_recovers_planted,
-                           planted_source)
+from tests.helpers import KOS_DOCWORD, KOS_VOCAB, Recorder, assert_recovers_planted, planted_source
 
 
 def planted_params(**kw):
     # the paper's ρ^Φ schedule (τ=1000) is built for large corpora; 160 documents need a
     # faster one to move far from the random initialisation in a few passes
-    base = dict(k=4, passes=8, minibatch_size=40, heldout_count=16, seed=3, alpha=0.1, eta=0.01,
-                s_phi=5.0, tau_phi=10.0)
+    base = dict(
+        k=4,
+        passes=8,
+        minibatch_size=40,
+        heldout_count=16,
+        seed=3,
+        alpha=0.1,
+        eta=0.01,
+        s_phi=5.0,
+        tau_phi=10.0,
+    )
     base.update(kw)
     return TrainParams(**base)
 
@@ -65,7 +73,8 @@ def test_round_step_is_the_per_document_schedule():
     # at the reference minibatch size it is close to the paper's s/(τ+t)^κ
     for t in (0, 10, 500):
         assert round_step(t * m0, m0, s, tau, kappa, m0) == pytest.approx(
-            s / (tau + t) ** kappa, rel=0.02)
+            s / (tau + t) ** kappa, rel=0.02
+        )
     # two rounds of 50 documents weigh exactly like one round of 100
     r1 = round_step(0, 50, s, tau, kappa, m0)
     r2 = round_step(50, 50, s, tau, kappa, m0)

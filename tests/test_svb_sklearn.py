@@ -28,11 +28,10 @@ scikit-learn is a test dependency only.
 
 from __future__ import annotations
 
-import pytest
-
 import os
 
 import numpy as np
+import pytest
 import scipy.sparse
 from sklearn.decomposition import LatentDirichletAllocation
 
@@ -66,40 +65,67 @@ def test_svb_matches_sklearn_online_lda_on_kos(spark):
         # the training documents as a CSR matrix, rows in a seeded random order
         rows = np.concatenate([np.full(len(t), i) for i, (_, t, _) in enumerate(docs)])
         x = scipy.sparse.csr_matrix(
-            (np.concatenate([c for _, _, c in docs]),
-             (rows, np.concatenate([t for _, t, _ in docs]))), shape=(len(docs), v))
+            (
+                np.concatenate([c for _, _, c in docs]),
+                (rows, np.concatenate([t for _, t, _ in docs])),
+            ),
+            shape=(len(docs), v),
+        )
         x = x[np.random.default_rng(SEED).permutation(x.shape[0])]
 
         def sklearn_lda(max_iter):
             return LatentDirichletAllocation(
-                n_components=K, doc_topic_prior=ALPHA, topic_word_prior=ETA,
-                learning_method="online", learning_offset=TAU0_SKLEARN, learning_decay=KAPPA,
-                batch_size=BATCH, max_iter=max_iter, total_samples=x.shape[0],
-                random_state=SEED, evaluate_every=-1, mean_change_tol=1e-3,
-                max_doc_update_iter=100)
+                n_components=K,
+                doc_topic_prior=ALPHA,
+                topic_word_prior=ETA,
+                learning_method="online",
+                learning_offset=TAU0_SKLEARN,
+                learning_decay=KAPPA,
+                batch_size=BATCH,
+                max_iter=max_iter,
+                total_samples=x.shape[0],
+                random_state=SEED,
+                evaluate_every=-1,
+                mean_change_tol=1e-3,
+                max_doc_update_iter=100,
+            )
 
         lam0 = np.random.RandomState(SEED).gamma(100.0, 0.01, (K, v))
         np.testing.assert_array_equal(sklearn_lda(0).fit(x).components_, lam0)
         sk = sklearn_lda(PASSES).fit(x)
-        sk_score = completion_loglik(heldout, normalize_topics(sk.components_, 0.0, topic_axis=0),
-                                     ALPHA).loglik_per_token
+        sk_score = completion_loglik(
+            heldout, normalize_topics(sk.components_, 0.0, topic_axis=0), ALPHA
+        ).loglik_per_token
 
-        train_src = DocSource(spark.sparkContext.parallelize(docs, 4), v, src.vocab,
-                              "KOS training documents")
-        params = TrainParams(algorithm="svb", k=K, alpha=ALPHA, eta=ETA, passes=PASSES,
-                             minibatch_size=BATCH, learning_offset=TAU0_SKLEARN + 1,
-                             learning_decay=KAPPA, estep_tol=1e-3, estep_max_iter=100,
-                             seed=SEED)
+        train_src = DocSource(
+            spark.sparkContext.parallelize(docs, 4), v, src.vocab, "KOS training documents"
+        )
+        params = TrainParams(
+            algorithm="svb",
+            k=K,
+            alpha=ALPHA,
+            eta=ETA,
+            passes=PASSES,
+            minibatch_size=BATCH,
+            learning_offset=TAU0_SKLEARN + 1,
+            learning_decay=KAPPA,
+            estep_tol=1e-3,
+            estep_max_iter=100,
+            seed=SEED,
+        )
         ours = fit(train_src, params, initial_model=TopicModel(lam0.T - ETA, ALPHA, ETA))
         rounds = ours.rounds
         our_score = ours.model.evaluate(heldout).loglik_per_token
-        init_score = completion_loglik(heldout, normalize_topics(lam0, 0.0, topic_axis=0),
-                                       ALPHA).loglik_per_token
+        init_score = completion_loglik(
+            heldout, normalize_topics(lam0, 0.0, topic_axis=0), ALPHA
+        ).loglik_per_token
     finally:
         heldout.unpersist()
 
-    print(f"\nheld-out log-likelihood per token: sklearn {sk_score:.4f}, sparklda SVB "
-          f"{our_score:.4f}, initial topics {init_score:.4f}")
+    print(
+        f"\nheld-out log-likelihood per token: sklearn {sk_score:.4f}, sparklda SVB "
+        f"{our_score:.4f}, initial topics {init_score:.4f}"
+    )
     assert ours.evaluations[-1]["heldout_documents"] == 430
     assert ours.report["corpus"]["training_documents"] == len(docs) == 3000
     # the same steps as sklearn's: ρ = (10 + n)^-0.7 for its n = 1, 2, ...

@@ -52,7 +52,7 @@ def _fake_interpreters(directory):
     directory.mkdir()
     for name in ("python3", "python"):
         path = directory / name
-        path.write_text(f"#!/bin/sh\necho \"$@\" >> {directory / 'ran'}\nexit 1\n")
+        path.write_text(f'#!/bin/sh\necho "$@" >> {directory / "ran"}\nexit 1\n')
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
@@ -62,11 +62,27 @@ def test_job_runs_by_interpreter_path_without_activated_environment(tmp_path):
     run the job's own interpreter."""
     fake = tmp_path / "bin"
     _fake_interpreters(fake)
-    env = job_env(PYSPARK_PYTHON=None, PYSPARK_DRIVER_PYTHON=None, SPARK_HOME=None,
-                  PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    env = job_env(
+        PYSPARK_PYTHON=None,
+        PYSPARK_DRIVER_PYTHON=None,
+        SPARK_HOME=None,
+        PATH=f"{fake}{os.pathsep}{os.environ['PATH']}",
+    )
     cfg = write_config(tmp_path)
-    out = run([sys.executable, TRAIN_JOB, "--config", cfg, "--set", "training.k=5",
-               "--set", f"output.metrics={tmp_path / 'm.json'}"], env=env, cwd=tmp_path)
+    out = run(
+        [
+            sys.executable,
+            TRAIN_JOB,
+            "--config",
+            cfg,
+            "--set",
+            "training.k=5",
+            "--set",
+            f"output.metrics={tmp_path / 'm.json'}",
+        ],
+        env=env,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert not (fake / "ran").exists(), (fake / "ran").read_text()
     assert "Top words of the 5 topics:" in out.stdout
@@ -81,11 +97,15 @@ def test_job_runs_by_interpreter_path_without_activated_environment(tmp_path):
 BAD_SETTINGS = [
     ("training.k=1", "The 'k' parameter of LDA must be an int in the range [2, inf). Got 1"),
     ("training.topics=5", "Unknown key(s) ['training.topics'] in [training]; known keys: ["),
-    ("output.overwrite=False",
-     "output.overwrite must be a TOML boolean (true or false); got 'False' (a string)"),
+    (
+        "output.overwrite=False",
+        "output.overwrite must be a TOML boolean (true or false); got 'False' (a string)",
+    ),
     ("training.batch=yes", "training.batch must be a TOML boolean (true or false); got 'yes'"),
-    ("training.k.x=3",
-     "--set 'training.k.x=3': training.k is a value (8), not a table, so it has no key 'x'"),
+    (
+        "training.k.x=3",
+        "--set 'training.k.x=3': training.k is a value (8), not a table, so it has no key 'x'",
+    ),
     ("input.fromat=uci", "Unknown key(s) ['input.fromat'] in [input]; known keys: ['docword',"),
     ("spark.mastr=yarn", "Unknown key(s) ['spark.mastr'] in [spark]; known keys: ['app_name',"),
     ("evaluation.passes=3", "Unknown key(s) ['evaluation.passes'] in [evaluation]"),
@@ -101,8 +121,7 @@ BAD_SETTINGS = [
 
 
 @pytest.mark.parametrize("override,message", BAD_SETTINGS)
-def test_bad_settings_fail_before_spark_starts(tmp_path, override, message, capsys,
-                                              monkeypatch):
+def test_bad_settings_fail_before_spark_starts(tmp_path, override, message, capsys, monkeypatch):
     def no_spark(*a, **k):
         raise AssertionError("Spark was started")
 
@@ -114,11 +133,23 @@ def test_bad_settings_fail_before_spark_starts(tmp_path, override, message, caps
 
 
 def test_bad_settings_exit_2_from_the_command_line(tmp_path):
-    out = run([sys.executable, TRAIN_JOB, "--config", write_config(tmp_path),
-               "--set", "output.overwrite=False"], timeout=120)
+    out = run(
+        [
+            sys.executable,
+            TRAIN_JOB,
+            "--config",
+            write_config(tmp_path),
+            "--set",
+            "output.overwrite=False",
+        ],
+        timeout=120,
+    )
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines()[-1].startswith("error: output.overwrite must be a "
-                                                          "TOML boolean")
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: output.overwrite must be a TOML boolean")
+    )
     assert "SparkContext" not in out.stderr + out.stdout
 
 
@@ -138,14 +169,19 @@ def test_outputs_are_checked_before_the_corpus_is_read(spark, tmp_path):
     cfg_path = write_config(tmp_path)
 
     (tmp_path / "model").mkdir()
-    with pytest.raises(ModelPathError, match=r"output.model '.*model' already exists; set "
-                                             r"output.overwrite = true"):
+    with pytest.raises(
+        ModelPathError,
+        match=r"output.model '.*model' already exists; set "
+        r"output.overwrite = true",
+    ):
         train.run(spark, load_config(cfg_path, base))
 
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(ModelPathError, match=r"a-file' is a file, not a directory"):
-        train.run(spark, load_config(cfg_path, base + [
-            f"output.model={tmp_path / 'a-file' / 'sub' / 'model'}"]))
+        train.run(
+            spark,
+            load_config(cfg_path, base + [f"output.model={tmp_path / 'a-file' / 'sub' / 'model'}"]),
+        )
 
     locked = _unwritable(tmp_path)
     with pytest.raises(ModelPathError, match=rf"directory '{locked}' is not writable"):
@@ -153,8 +189,13 @@ def test_outputs_are_checked_before_the_corpus_is_read(spark, tmp_path):
 
     (tmp_path / "metrics-dir").mkdir()
     with pytest.raises(ModelPathError, match=r"output.metrics '.*metrics-dir' is a directory"):
-        train.run(spark, load_config(cfg_path, base + [
-            "output.overwrite=true", f"output.metrics={tmp_path / 'metrics-dir'}"]))
+        train.run(
+            spark,
+            load_config(
+                cfg_path,
+                base + ["output.overwrite=true", f"output.metrics={tmp_path / 'metrics-dir'}"],
+            ),
+        )
 
     # with the outputs fine, the job gets as far as the (missing) corpus
     with pytest.raises(Exception, match="nonexistent"):
@@ -186,8 +227,10 @@ def test_java_check_says_so_plainly(monkeypatch, tmp_path):
 def test_job_trains_from_json_lines_text(spark, tmp_path):
     """Raw text in JSON lines: Spark ML tokenizer, stop words, vocabulary limits."""
     rng = np.random.default_rng(0)
-    groups = [["galaxy", "orbit", "telescope", "planet", "comet"],
-              ["goalie", "hockey", "puck", "season", "playoff"]]
+    groups = [
+        ["galaxy", "orbit", "telescope", "planet", "comet"],
+        ["goalie", "hockey", "puck", "season", "playoff"],
+    ]
     lines = []
     for i in range(60):
         words = rng.choice(groups[i % 2], size=30)
@@ -195,11 +238,22 @@ def test_job_trains_from_json_lines_text(spark, tmp_path):
     lines.append(json.dumps({"id": 60, "text": ""}))
     path = tmp_path / "docs.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    cfg = load_config(write_config(tmp_path), [
-        "input.format=json", f"input.path={path}", "input.id_col=id", "input.min_df=2",
-        "training.k=2", "training.passes=30", "training.minibatch_size=20",
-        "training.s_phi=5.0", "training.tau_phi=10.0", "evaluation.heldout_count=6",
-        "evaluation.eval_every=0"])
+    cfg = load_config(
+        write_config(tmp_path),
+        [
+            "input.format=json",
+            f"input.path={path}",
+            "input.id_col=id",
+            "input.min_df=2",
+            "training.k=2",
+            "training.passes=30",
+            "training.minibatch_size=20",
+            "training.s_phi=5.0",
+            "training.tau_phi=10.0",
+            "evaluation.heldout_count=6",
+            "evaluation.eval_every=0",
+        ],
+    )
     metrics = train.run(spark, cfg)
     model = TopicModel.load(str(tmp_path / "model"))
     assert sorted(model.vocab) == sorted(groups[0] + groups[1])  # stop words removed

@@ -13,15 +13,15 @@ from sparklda.corpus import CorpusError, DocSource
 from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from sparklda.warmstart import align_initial, merge_vocabularies, project_to_vocabulary
-from tests.helpers import ROOT
-from tests.helpers import kos_word_docs
+from tests.helpers import ROOT, kos_word_docs
 
 K = 6
 
 
 def source_of(spark, docs, vocab, what="test corpus"):
     rdd = spark.sparkContext.parallelize(
-        [(i, np.asarray(t, np.int64), np.asarray(c, np.float64)) for i, t, c in docs], 2)
+        [(i, np.asarray(t, np.int64), np.asarray(c, np.float64)) for i, t, c in docs], 2
+    )
     return DocSource(rdd, len(vocab), vocab, what)
 
 
@@ -43,8 +43,10 @@ def test_align_initial_remaps_documents_by_term(spark):
     assert src.vocab == ["a", "b", "c", "d"] and src.vocab_size == 4
     np.testing.assert_array_equal(tw[:3], old.topic_word)
     np.testing.assert_array_equal(tw[3], 0)  # a new term starts from the prior
-    got = {d: dict(zip((src.vocab[t] for t in terms), counts)) for d, terms, counts
-           in src.rdd.collect()}
+    got = {
+        d: dict(zip((src.vocab[t] for t in terms), counts, strict=False))
+        for d, terms, counts in src.rdd.collect()
+    }
     assert got == {0: {"d": 1, "c": 2, "a": 3}, 1: {"c": 5}, 2: {}}
     for _, terms, _ in src.rdd.collect():
         assert list(terms) == sorted(terms)
@@ -53,10 +55,14 @@ def test_align_initial_remaps_documents_by_term(spark):
 def test_align_initial_checks_term_ids_before_remapping(spark):
     old = TopicModel(np.ones((3, 4)), 0.1, 0.01, ["a", "b", "c"])
     for bad in (-1, 3):
-        src, _ = align_initial(old, source_of(spark, [(0, [0], [1]), (7, [bad], [2])],
-                                              ["c", "b", "x"]), TrainParams(k=4))
-        with pytest.raises(Exception, match=f"term id {bad} in document 7, outside the "
-                                            f"vocabulary of 3 terms"):
+        src, _ = align_initial(
+            old,
+            source_of(spark, [(0, [0], [1]), (7, [bad], [2])], ["c", "b", "x"]),
+            TrainParams(k=4),
+        )
+        with pytest.raises(
+            Exception, match=f"term id {bad} in document 7, outside the vocabulary of 3 terms"
+        ):
             src.rdd.collect()
 
 
@@ -69,8 +75,9 @@ def test_align_initial_without_vocabularies(spark):
     np.testing.assert_array_equal(tw, old.topic_word)
     with pytest.raises(CorpusError, match="has 5 terms but the initial model has 3"):
         align_initial(old, DocSource(src.rdd, 5, None, "vectors"), TrainParams(k=4))
-    with pytest.raises(CorpusError, match="The 'k' parameter \\(5\\) must equal the initial "
-                                          "model's k \\(4\\)"):
+    with pytest.raises(
+        CorpusError, match="The 'k' parameter \\(5\\) must equal the initial model's k \\(4\\)"
+    ):
         align_initial(old, src, TrainParams(k=5))
 
 
@@ -93,8 +100,9 @@ def corpora(spark):
     from pyspark.ml.feature import CountVectorizer
 
     def frame(a, b):
-        df = spark.createDataFrame(kos_word_docs(a, b) + [(100_000 + a, [])],
-                                   "id long, words array<string>")
+        df = spark.createDataFrame(
+            kos_word_docs(a, b) + [(100_000 + a, [])], "id long, words array<string>"
+        )
         return df.cache()
 
     a, b, held = frame(0, 400), frame(400, 800), frame(800, 1000)
@@ -113,19 +121,23 @@ def test_continuing_on_b_beats_the_initial_model_and_keeps_a_term_ids(corpora):
     from sparklda import LDA, LDAModel
 
     a, b, held, cv_a, cv_b = corpora
-    model_a = LDA(k=K, maxIter=3, seed=1, minibatchSize=200,
-                  vocabulary=cv_a.vocabulary).fit(cv_a.transform(a))
+    model_a = LDA(k=K, maxIter=3, seed=1, minibatchSize=200, vocabulary=cv_a.vocabulary).fit(
+        cv_a.transform(a)
+    )
     counted_b = cv_b.transform(b)
-    warm = LDA(k=K, maxIter=1, seed=2, minibatchSize=200, vocabulary=cv_b.vocabulary,
-               initialModel=model_a).fit(counted_b)
+    warm = LDA(
+        k=K, maxIter=1, seed=2, minibatchSize=200, vocabulary=cv_b.vocabulary, initialModel=model_a
+    ).fit(counted_b)
 
     # A's term ids are never lost: the merged vocabulary starts with A's, in order
     va, merged = cv_a.vocabulary, warm.topicModel.vocab
     new_terms = [t for t in cv_b.vocabulary if t not in set(va)]
     assert new_terms and merged == va + new_terms
     assert warm.topicModel.metadata["warm_start"] == {
-        "initial_model": f"LDAModel {model_a.uid}", "initial_vocab_size": len(va),
-        "new_terms": len(new_terms)}
+        "initial_model": f"LDAModel {model_a.uid}",
+        "initial_vocab_size": len(va),
+        "new_terms": len(new_terms),
+    }
     # ... and A's topics are continued, not replaced: each keeps most of its top terms (a
     # cold start would label its topics in an unrelated order)
     phi_a = model_a.topicModel.topics_matrix()
@@ -139,8 +151,9 @@ def test_continuing_on_b_beats_the_initial_model_and_keeps_a_term_ids(corpora):
     held_b = held.withColumn("words", F.filter("words", lambda w: w.isin(known)))
 
     def perplexity(model):
-        cvm = CountVectorizerModel.from_vocabulary(model.topicModel.vocab, inputCol="words",
-                                                   outputCol="features")
+        cvm = CountVectorizerModel.from_vocabulary(
+            model.topicModel.vocab, inputCol="words", outputCol="features"
+        )
         return model.logPerplexity(cvm.transform(held_b))
 
     tm = model_a.topicModel
@@ -183,20 +196,37 @@ def test_train_job_warm_starts_from_conf_warmstart(spark, tmp_path):
     dw_b, v_b = write_uci(tmp_path / "b", docs_b, vocab_b)
 
     conf = os.path.join(ROOT, "conf", "warmstart.toml")
-    first = load_config(conf, [
-        f"input.docword={dw_a}", f"input.vocab={v_a}", f"output.model={tmp_path / 'm1'}",
-        f"training.k={K}", "training.passes=1", "training.minibatch_size=100",
-        "evaluation.heldout_count=20"])
+    first = load_config(
+        conf,
+        [
+            f"input.docword={dw_a}",
+            f"input.vocab={v_a}",
+            f"output.model={tmp_path / 'm1'}",
+            f"training.k={K}",
+            "training.passes=1",
+            "training.minibatch_size=100",
+            "evaluation.heldout_count=20",
+        ],
+    )
     del first["training"]["initial_model"]  # the first run starts cold
     train_lda.run(spark, first)
     m1 = TopicModel.load(str(tmp_path / "m1"))
     assert m1.vocab == vocab_a
 
-    second = load_config(conf, [
-        f"input.docword={dw_b}", f"input.vocab={v_b}", f"output.model={tmp_path / 'm2'}",
-        f"output.metrics={tmp_path / 'metrics2.json'}", f"training.initial_model={tmp_path / 'm1'}",
-        f"training.k={K}", "training.passes=1", "training.minibatch_size=100",
-        "evaluation.heldout_count=20"])
+    second = load_config(
+        conf,
+        [
+            f"input.docword={dw_b}",
+            f"input.vocab={v_b}",
+            f"output.model={tmp_path / 'm2'}",
+            f"output.metrics={tmp_path / 'metrics2.json'}",
+            f"training.initial_model={tmp_path / 'm1'}",
+            f"training.k={K}",
+            "training.passes=1",
+            "training.minibatch_size=100",
+            "evaluation.heldout_count=20",
+        ],
+    )
     assert second["training"]["initial_model"] == str(tmp_path / "m1")
     metrics = train_lda.run(spark, second)
     m2 = TopicModel.load(str(tmp_path / "m2"))

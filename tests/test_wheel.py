@@ -15,8 +15,17 @@ from tests.helpers import ROOT, job_env, run
 
 pytestmark = pytest.mark.slow
 
-IGNORE = shutil.ignore_patterns(".git", "build", "dist", "out", "*.egg-info", "__pycache__",
-                                ".pytest_cache", ".ruff_cache", "*.pyc")
+IGNORE = shutil.ignore_patterns(
+    ".git",
+    "build",
+    "dist",
+    "out",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    "*.pyc",
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,16 +37,19 @@ def venv(tmp_path_factory):
     src = base / "src"
     shutil.copytree(ROOT, src, ignore=IGNORE)
     env = job_env(PYTHONPATH=None)
-    out = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", base / "dist", src],
-              env=env)
+    out = run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", base / "dist", src], env=env
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     wheels = list((base / "dist").glob("sparklda-*.whl"))
     assert len(wheels) == 1, wheels
     venv = base / "venv"
     out = run([sys.executable, "-m", "venv", "--system-site-packages", venv], env=env)
     assert out.returncode == 0, out.stderr[-3000:]
-    out = run([venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--no-index",
-               wheels[0]], env=env)
+    out = run(
+        [venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--no-index", wheels[0]],
+        env=env,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return venv, wheels[0]
 
@@ -63,24 +75,46 @@ def test_installed_console_scripts_train_and_score(venv, tmp_path):
     venv_dir, _ = venv
     bin_dir = venv_dir / "bin"
     # no checkout on the path, no activated venv, no PYSPARK_PYTHON
-    env = job_env(PYTHONPATH=None, PYSPARK_PYTHON=None, PYSPARK_DRIVER_PYTHON=None,
-                  SPARK_HOME=None, VIRTUAL_ENV=None)
-    where = run([bin_dir / "python", "-c", "import sparklda.cli; print(sparklda.cli.__file__)"],
-                env=env, cwd=tmp_path, timeout=120)
+    env = job_env(
+        PYTHONPATH=None,
+        PYSPARK_PYTHON=None,
+        PYSPARK_DRIVER_PYTHON=None,
+        SPARK_HOME=None,
+        VIRTUAL_ENV=None,
+    )
+    where = run(
+        [bin_dir / "python", "-c", "import sparklda.cli; print(sparklda.cli.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert where.returncode == 0, where.stderr
     assert where.stdout.strip().startswith(str(venv_dir)), where.stdout
 
-    printed = run([bin_dir / "sparklda-train", "--print-config", "local"], env=env,
-                  cwd=tmp_path, timeout=120)
+    printed = run(
+        [bin_dir / "sparklda-train", "--print-config", "local"], env=env, cwd=tmp_path, timeout=120
+    )
     assert printed.returncode == 0, printed.stderr
     with open(os.path.join(ROOT, "conf", "local.toml")) as f:
         assert printed.stdout == f.read()
     (tmp_path / "my.toml").write_text(printed.stdout)
 
     model = tmp_path / "model"
-    out = run([bin_dir / "sparklda-train", "--config", "my.toml", "--set", "training.passes=1",
-               "--set", "training.k=5", "--set", f"output.model={model}"],
-              env=env, cwd=tmp_path)
+    out = run(
+        [
+            bin_dir / "sparklda-train",
+            "--config",
+            "my.toml",
+            "--set",
+            "training.passes=1",
+            "--set",
+            "training.k=5",
+            "--set",
+            f"output.model={model}",
+        ],
+        env=env,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     assert "Top words of the 5 topics:" in out.stdout
     assert f"Python workers run {bin_dir / 'python'}" in out.stdout
@@ -90,9 +124,19 @@ def test_installed_console_scripts_train_and_score(venv, tmp_path):
     assert metrics["input"]["docword"].endswith("sparklda/data/kos/docword.txt.gz")
     assert (model / "metadata.json").exists()
 
-    scored = run([bin_dir / "sparklda-infer", "--config", "my.toml", "--set",
-                  f"output.model={model}", "--set", "infer.output=topics.parquet"],
-                 env=env, cwd=tmp_path)
+    scored = run(
+        [
+            bin_dir / "sparklda-infer",
+            "--config",
+            "my.toml",
+            "--set",
+            f"output.model={model}",
+            "--set",
+            "infer.output=topics.parquet",
+        ],
+        env=env,
+        cwd=tmp_path,
+    )
     assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-5000:]
     assert "scored 3430 documents with 5 topics" in scored.stdout
     report = json.loads((tmp_path / "topics.parquet" / "_report.json").read_text())

@@ -51,71 +51,140 @@ COMMAND = "spark-submit benchmarks/run.py"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="benchmarks/run.py",
-                                description="Benchmark sparklda against Spark MLlib's LDA.")
-    p.add_argument("--master", default=None,
-                   help="Spark master (default: what spark-submit set, else local[2])")
+    p = argparse.ArgumentParser(
+        prog="benchmarks/run.py", description="Benchmark sparklda against Spark MLlib's LDA."
+    )
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master (default: what spark-submit set, else local[2])",
+    )
     p.add_argument("--log-level", default="INFO")
-    p.add_argument("--corpora", default=DEFAULT_CORPORA,
-                   help="comma-separated NAME[:K] (a folder under --data-dir) or PATH[:K] "
-                        f"(a UCI folder); default {DEFAULT_CORPORA}")
+    p.add_argument(
+        "--corpora",
+        default=DEFAULT_CORPORA,
+        help="comma-separated NAME[:K] (a folder under --data-dir) or PATH[:K] "
+        f"(a UCI folder); default {DEFAULT_CORPORA}",
+    )
     p.add_argument("--data-dir", default=DEFAULT_DATA, help="folder of the shared corpora")
-    p.add_argument("--systems", default=None,
-                   help="comma-separated systems (default: every sparklda algorithm, "
-                        "mllib-online-default, mllib-online-tuned, gensim-ldamulticore if "
-                        "gensim is installed)")
-    p.add_argument("--variants", default=DEFAULT_VARIANTS,
-                   help="sparklda runs with TrainParams overrides, shown beside the defaults "
-                        "(';'-separated NAME[KEY=VALUE;...] items joined by ','; '' for none); "
-                        f"default {DEFAULT_VARIANTS!r}: the paper's topic step schedule with a "
-                        "10× shorter offset τ, and 4× smaller minibatches (more rounds per "
-                        "pass: better per pass, slower per second)")
-    p.add_argument("--passes", type=int, default=10,
-                   help="passes of the sparklda modes (and gensim)")
-    p.add_argument("--mllib-passes", default="0.5,1,2,5",
-                   help="MLlib is fitted once per value (passes over the corpus)")
-    p.add_argument("--heldout", action="append", default=[], metavar="NAME=COUNT",
-                   help="held-out documents of a corpus (default: 430 on uci_kos, 1000 "
-                        "otherwise)")
-    p.add_argument("--alpha", type=float, default=0.1,
-                   help="α of every sparklda mode and of folding in for every system's score")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of every system; it also picks the held-out documents")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a sparklda TrainParams value for every mode, e.g. "
-                        "--param minibatch_size=2000")
-    p.add_argument("--sweep-minibatch", default="500,1000,2000,4000,8000,0",
-                   help="minibatch sizes of the SCVB0 sweep (0: the whole corpus; '' to skip)")
-    p.add_argument("--sweep-corpus", default=None,
-                   help="corpus of the sweep, the replication and the overhead target "
-                        "(default: the last one of --corpora)")
+    p.add_argument(
+        "--systems",
+        default=None,
+        help="comma-separated systems (default: every sparklda algorithm, "
+        "mllib-online-default, mllib-online-tuned, gensim-ldamulticore if "
+        "gensim is installed)",
+    )
+    p.add_argument(
+        "--variants",
+        default=DEFAULT_VARIANTS,
+        help="sparklda runs with TrainParams overrides, shown beside the defaults "
+        "(';'-separated NAME[KEY=VALUE;...] items joined by ','; '' for none); "
+        f"default {DEFAULT_VARIANTS!r}: the paper's topic step schedule with a "
+        "10× shorter offset τ, and 4× smaller minibatches (more rounds per "
+        "pass: better per pass, slower per second)",
+    )
+    p.add_argument(
+        "--passes", type=int, default=10, help="passes of the sparklda modes (and gensim)"
+    )
+    p.add_argument(
+        "--mllib-passes",
+        default="0.5,1,2,5",
+        help="MLlib is fitted once per value (passes over the corpus)",
+    )
+    p.add_argument(
+        "--heldout",
+        action="append",
+        default=[],
+        metavar="NAME=COUNT",
+        help="held-out documents of a corpus (default: 430 on uci_kos, 1000 otherwise)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=0.1,
+        help="α of every sparklda mode and of folding in for every system's score",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of every system; it also picks the held-out documents",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a sparklda TrainParams value for every mode, e.g. "
+        "--param minibatch_size=2000",
+    )
+    p.add_argument(
+        "--sweep-minibatch",
+        default="500,1000,2000,4000,8000,0",
+        help="minibatch sizes of the SCVB0 sweep (0: the whole corpus; '' to skip)",
+    )
+    p.add_argument(
+        "--sweep-corpus",
+        default=None,
+        help="corpus of the sweep, the replication and the overhead target "
+        "(default: the last one of --corpora)",
+    )
     p.add_argument("--scaling", default="1,2,4", help="replication factors ('' to skip)")
-    p.add_argument("--scaling-repeats", type=int, default=3,
-                   help="passes of each replica, interleaved, for the round-time medians")
-    p.add_argument("--kernel-ks", default="20,100,1000",
-                   help="K of the kernel microbenchmark ('' to skip)")
-    p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks"),
-                   help="folder of results.json, the CSVs and curves.png")
-    p.add_argument("--report", default=os.path.join(ROOT, "docs", "benchmarks.md"),
-                   help="the Markdown page to (re)generate")
-    p.add_argument("--targets", default=None,
-                   help="TOML of the targets (default benchmarks/targets.toml)")
-    p.add_argument("--notes", default=DEFAULT_NOTES,
-                   help="TOML of notes per missed target (table [notes], keys: target ids)")
-    p.add_argument("--report-only", metavar="RESULTS_JSON",
-                   help="regenerate the page from a results.json without running anything")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: KOS only at K=10 unless --corpora is given, 1 sparklda "
-                        "pass, MLlib at 0.25 passes, small kernel benchmark, no sweep or "
-                        "replication unless asked")
-    p.add_argument("--no-floor", action="store_true",
-                   help="skip the round floor (rounds of an SCVB0 round's shape without the "
-                        "kernel)")
-    p.add_argument("--no-warm-up", action="store_true",
-                   help="skip the untimed warm-up fits (a --quick run skips them anyway)")
-    p.add_argument("--driver-memory", default="8g",
-                   help="spark.driver.memory when this script starts the JVM itself (under "
-                        "spark-submit, pass spark-submit's --driver-memory instead)")
+    p.add_argument(
+        "--scaling-repeats",
+        type=int,
+        default=3,
+        help="passes of each replica, interleaved, for the round-time medians",
+    )
+    p.add_argument(
+        "--kernel-ks", default="20,100,1000", help="K of the kernel microbenchmark ('' to skip)"
+    )
+    p.add_argument(
+        "--out",
+        default=os.path.join(ROOT, "docs", "benchmarks"),
+        help="folder of results.json, the CSVs and curves.png",
+    )
+    p.add_argument(
+        "--report",
+        default=os.path.join(ROOT, "docs", "benchmarks.md"),
+        help="the Markdown page to (re)generate",
+    )
+    p.add_argument(
+        "--targets", default=None, help="TOML of the targets (default benchmarks/targets.toml)"
+    )
+    p.add_argument(
+        "--notes",
+        default=DEFAULT_NOTES,
+        help="TOML of notes per missed target (table [notes], keys: target ids)",
+    )
+    p.add_argument(
+        "--report-only",
+        metavar="RESULTS_JSON",
+        help="regenerate the page from a results.json without running anything",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: KOS only at K=10 unless --corpora is given, 1 sparklda "
+        "pass, MLlib at 0.25 passes, small kernel benchmark, no sweep or "
+        "replication unless asked",
+    )
+    p.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="skip the round floor (rounds of an SCVB0 round's shape without the kernel)",
+    )
+    p.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="skip the untimed warm-up fits (a --quick run skips them anyway)",
+    )
+    p.add_argument(
+        "--driver-memory",
+        default="8g",
+        help="spark.driver.memory when this script starts the JVM itself (under "
+        "spark-submit, pass spark-submit's --driver-memory instead)",
+    )
     return p
 
 
@@ -159,32 +228,50 @@ def resolve_options(args):
     for item in [x.strip() for x in args.corpora.split(",") if x.strip()]:
         name, _, k = item.rpartition(":") if ":" in item else (item, "", "")
         k = int(k) if k else 50
-        path = (name if os.sep in name or os.path.isdir(name)
-                else os.path.join(args.data_dir, name))
+        path = name if os.sep in name or os.path.isdir(name) else os.path.join(args.data_dir, name)
         if not os.path.isdir(path):
             raise SystemExit(f"error: corpus folder {path!r} does not exist")
         short = os.path.basename(os.path.normpath(path))
-        specs.append(CorpusSpec(short, os.path.abspath(path), k,
-                                held.get(short, DEFAULT_HELDOUT.get(short, DEFAULT_HELDOUT_OTHER))))
-    systems = ([s.strip() for s in args.systems.split(",") if s.strip()] if args.systems
-               else default_systems())
-    systems += [v.strip() for v in args.variants.split(",")
-                if v.strip() and v.strip() not in systems]
+        specs.append(
+            CorpusSpec(
+                short,
+                os.path.abspath(path),
+                k,
+                held.get(short, DEFAULT_HELDOUT.get(short, DEFAULT_HELDOUT_OTHER)),
+            )
+        )
+    systems = (
+        [s.strip() for s in args.systems.split(",") if s.strip()]
+        if args.systems
+        else default_systems()
+    )
+    systems += [
+        v.strip() for v in args.variants.split(",") if v.strip() and v.strip() not in systems
+    ]
     params = {}
     for item in args.param:
         key, _, value = item.partition("=")
         params[key.strip()] = parse_value(value.strip())
     check_overrides(params, "--param")
     sweep = args.sweep_corpus or (specs[-1].name if specs else None)
-    return Options(corpora=specs, systems=systems, mllib_passes=_floats(args.mllib_passes),
-                   passes=args.passes, alpha=args.alpha, seed=args.seed, params=params,
-                   kernel_ks=tuple(_ints(args.kernel_ks)),
-                   kernel_repeats=2 if args.quick else 5,
-                   kernel_docs=200 if args.quick else 1000,
-                   sweep_corpus=sweep, sweep_minibatch=_ints(args.sweep_minibatch),
-                   scaling_corpus=sweep, scaling_replicas=_ints(args.scaling),
-                   scaling_repeats=1 if args.quick else args.scaling_repeats,
-                   warm_up=not (args.quick or args.no_warm_up))
+    return Options(
+        corpora=specs,
+        systems=systems,
+        mllib_passes=_floats(args.mllib_passes),
+        passes=args.passes,
+        alpha=args.alpha,
+        seed=args.seed,
+        params=params,
+        kernel_ks=tuple(_ints(args.kernel_ks)),
+        kernel_repeats=2 if args.quick else 5,
+        kernel_docs=200 if args.quick else 1000,
+        sweep_corpus=sweep,
+        sweep_minibatch=_ints(args.sweep_minibatch),
+        scaling_corpus=sweep,
+        scaling_replicas=_ints(args.scaling),
+        scaling_repeats=1 if args.quick else args.scaling_repeats,
+        warm_up=not (args.quick or args.no_warm_up),
+    )
 
 
 def load_notes(path):
@@ -199,14 +286,26 @@ def run(spark, args, command: str | None = None) -> dict:
     started = time.perf_counter()
     spec = report.load_targets(args.targets)  # a bad targets file fails before any work
     opts = resolve_options(args)
-    results = {"meta": {"command": command or " ".join(["spark-submit"] + sys.argv),
-                        "date": report.now_iso(), "machine": report.machine_info(spark),
-                        "alpha": opts.alpha, "seed": opts.seed, "systems": opts.systems,
-                        "mllib_passes": opts.mllib_passes, "passes": opts.passes,
-                        "params": opts.params, "quick": bool(args.quick),
-                        # sparklda's fit holds out the shared documents itself, on its clock
-                        "heldout_split_in_fit": True},
-               "corpora": {}, "systems": {}, "points": [], "notes": load_notes(args.notes)}
+    results = {
+        "meta": {
+            "command": command or " ".join(["spark-submit"] + sys.argv),
+            "date": report.now_iso(),
+            "machine": report.machine_info(spark),
+            "alpha": opts.alpha,
+            "seed": opts.seed,
+            "systems": opts.systems,
+            "mllib_passes": opts.mllib_passes,
+            "passes": opts.passes,
+            "params": opts.params,
+            "quick": bool(args.quick),
+            # sparklda's fit holds out the shared documents itself, on its clock
+            "heldout_split_in_fit": True,
+        },
+        "corpora": {},
+        "systems": {},
+        "points": [],
+        "notes": load_notes(args.notes),
+    }
     if opts.kernel_ks:
         suite.run_kernel(opts, results)
     kept = None
@@ -238,8 +337,9 @@ def write_report(results, out_dir, page, spec=None):
     results["targets"] = targets
     paths = report.write_files(results, out_dir)
     os.makedirs(os.path.dirname(os.path.abspath(page)), exist_ok=True)
-    text = report.render_markdown(results, targets, paths,
-                                  os.path.dirname(os.path.abspath(page)), spec)
+    text = report.render_markdown(
+        results, targets, paths, os.path.dirname(os.path.abspath(page)), spec
+    )
     with open(page + ".tmp", "w") as f:
         f.write(text)
     os.replace(page + ".tmp", page)
@@ -279,11 +379,15 @@ def build_session(master: str | None, driver_memory: str):
     master = master or (None if SparkConf().contains("spark.master") else "local[2]")
     if master:
         builder = builder.master(master)
-    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-                "spark.driver.memory": driver_memory, "spark.sql.shuffle.partitions": "4",
-                "spark.python.worker.reuse": "true",
-                # round results (sparse rows, a few MB per task) straight back to the driver
-                "spark.task.maxDirectResultSize": "64m"}
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": driver_memory,
+        "spark.sql.shuffle.partitions": "4",
+        "spark.python.worker.reuse": "true",
+        # round results (sparse rows, a few MB per task) straight back to the driver
+        "spark.task.maxDirectResultSize": "64m",
+    }
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
@@ -293,9 +397,11 @@ def build_session(master: str | None, driver_memory: str):
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stdout)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stdout,
+    )
     logging.getLogger("py4j").setLevel(logging.WARNING)
     if args.report_only:
         with open(args.report_only) as f:
@@ -306,8 +412,10 @@ def main(argv=None) -> int:
         write_report(results, args.out, args.report, report.load_targets(args.targets))
         return 0
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        print("error: Spark needs Java 17 or later: no `java` on PATH and JAVA_HOME is not set",
-              file=sys.stderr)
+        print(
+            "error: Spark needs Java 17 or later: no `java` on PATH and JAVA_HOME is not set",
+            file=sys.stderr,
+        )
         return 2
     spark = build_session(args.master, args.driver_memory)
     try:

@@ -21,6 +21,7 @@ held out exactly these documents (:func:`heldout_ids`).
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 from dataclasses import dataclass
 
@@ -78,11 +79,21 @@ def read_uci_arrays(docword_path: str):
         n_docs = int(f.readline())
         n_words = int(f.readline())
         f.readline()
-        table = pd.read_csv(f, sep=" ", header=None, names=["d", "w", "c"],
-                            dtype={"d": np.int64, "w": np.int64, "c": np.float64},
-                            engine="c")
-    return (table["d"].to_numpy() - 1, table["w"].to_numpy() - 1, table["c"].to_numpy(),
-            n_docs, n_words)
+        table = pd.read_csv(
+            f,
+            sep=" ",
+            header=None,
+            names=["d", "w", "c"],
+            dtype={"d": np.int64, "w": np.int64, "c": np.float64},
+            engine="c",
+        )
+    return (
+        table["d"].to_numpy() - 1,
+        table["w"].to_numpy() - 1,
+        table["c"].to_numpy(),
+        n_docs,
+        n_words,
+    )
 
 
 def uci_documents(path: str):
@@ -95,7 +106,7 @@ def uci_documents(path: str):
     vocab = read_vocab(vocab_path) if os.path.exists(vocab_path) else None
     d, w, c, n_docs, v = read_uci_arrays(docword)
     bounds = np.flatnonzero(np.r_[True, d[1:] != d[:-1], True])
-    docs = [(int(d[s]), w[s:e], c[s:e]) for s, e in zip(bounds[:-1], bounds[1:])]
+    docs = [(int(d[s]), w[s:e], c[s:e]) for s, e in itertools.pairwise(bounds)]
     return docs, vocab, n_docs, v
 
 
@@ -104,8 +115,16 @@ def heldout_ids(heldout_rdd) -> tuple:
     return tuple(sorted(heldout_rdd.flatMap(lambda h: h.observed.doc_ids.tolist()).collect()))
 
 
-def prepare(spark, name: str, path: str, heldout_count: int, seed: int = 0, replicate: int = 1,
-            dtype=np.float32, n_parts: int | None = None) -> BenchCorpus:
+def prepare(
+    spark,
+    name: str,
+    path: str,
+    heldout_count: int,
+    seed: int = 0,
+    replicate: int = 1,
+    dtype=np.float32,
+    n_parts: int | None = None,
+) -> BenchCorpus:
     """Load a corpus, hold out ``heldout_count`` documents, cache every side.
 
     With ``replicate`` > 1 the training documents are copied under new ids
@@ -117,18 +136,23 @@ def prepare(spark, name: str, path: str, heldout_count: int, seed: int = 0, repl
     from pyspark.sql.types import LongType, StructField, StructType
 
     if int(heldout_count) < 1:
-        raise ValueError(f"{name}: every system is scored on held-out documents; the held-out "
-                         f"count (--heldout {name}=COUNT) must be at least 1, got {heldout_count}")
+        raise ValueError(
+            f"{name}: every system is scored on held-out documents; the held-out "
+            f"count (--heldout {name}=COUNT) must be at least 1, got {heldout_count}"
+        )
     sc = spark.sparkContext
     docs, vocab, n_docs, v = uci_documents(path)
     n_parts = n_parts or sc.defaultParallelism
-    schema = StructType([StructField("doc_id", LongType(), False),
-                         StructField("features", VectorUDT(), False)])
+    schema = StructType(
+        [StructField("doc_id", LongType(), False), StructField("features", VectorUDT(), False)]
+    )
 
     def to_row(doc, r=0):
         i, t, c = doc
-        return (int(i) + r * n_docs, SparseVector(v, np.asarray(t, np.int32),
-                                                  np.asarray(c, np.float64)))
+        return (
+            int(i) + r * n_docs,
+            SparseVector(v, np.asarray(t, np.int32), np.asarray(c, np.float64)),
+        )
 
     # The repartition (a shuffle) cuts the lineage back to the driver's list: without it
     # every later stage (each MLlib iteration, each corpus-building job) would ship the
@@ -139,8 +163,9 @@ def prepare(spark, name: str, path: str, heldout_count: int, seed: int = 0, repl
     # the source fit gets, split the way fit splits it
     source = from_vectors(full_df, "features", id_col="doc_id", vocab=vocab)
     stats = validate(source)
-    train_docs, held_docs = split_documents(source, stats, heldout_count=int(heldout_count),
-                                            seed=seed)
+    train_docs, held_docs = split_documents(
+        source, stats, heldout_count=int(heldout_count), seed=seed
+    )
     heldout = heldout_blocks(held_docs, seed, dtype)
     held = heldout_ids(heldout)
 
@@ -150,15 +175,30 @@ def prepare(spark, name: str, path: str, heldout_count: int, seed: int = 0, repl
     train_df = spark.createDataFrame(rdd.coalesce(n_parts * max(1, replicate)), schema)
     train_df = train_df.persist(StorageLevel.MEMORY_AND_DISK)
     n_docs_t, n_tokens, n_pairs = train_docs.map(
-        lambda doc: (1, float(np.sum(doc[2])), len(doc[1]))).reduce(
-        lambda a, b: (a[0] + b[0], a[1] + b[1], a[2] + b[2]))
+        lambda doc: (1, float(np.sum(doc[2])), len(doc[1]))
+    ).reduce(lambda a, b: (a[0] + b[0], a[1] + b[1], a[2] + b[2]))
     n_rows = train_df.count()
     if n_rows != n_docs_t * replicate:
-        raise RuntimeError(f"{name}: the training DataFrame has {n_rows} rows; expected "
-                           f"{n_docs_t * replicate}")
+        raise RuntimeError(
+            f"{name}: the training DataFrame has {n_rows} rows; expected {n_docs_t * replicate}"
+        )
     if replicate > 1:  # only the replicated training documents are used
         full_df.unpersist()
         heldout.unpersist()
         full_df = heldout = None
-    return BenchCorpus(name, full_df, train_df, heldout, held, int(heldout_count), seed, vocab, v,
-                       n_rows, n_tokens * replicate, n_pairs * replicate, len(held), replicate)
+    return BenchCorpus(
+        name,
+        full_df,
+        train_df,
+        heldout,
+        held,
+        int(heldout_count),
+        seed,
+        vocab,
+        v,
+        n_rows,
+        n_tokens * replicate,
+        n_pairs * replicate,
+        len(held),
+        replicate,
+    )

@@ -20,6 +20,7 @@ per core. No Spark.
 from __future__ import annotations
 
 import gzip
+import itertools
 import time
 from importlib.resources import files
 
@@ -32,8 +33,9 @@ from sparklda.kernels import init_doc_stats, scvb0_block
 #: numba options of the ceiling loop: those sparklda's hot kernels use (fast
 #: math that reassociates sums but keeps NaN and infinity, numpy's error model).
 #: tests/test_benchmark.py checks that they still match the library's.
-CEILING_JIT = dict(cache=True, nogil=True, error_model="numpy",
-                   fastmath={"reassoc", "contract", "nsz", "arcp"})
+CEILING_JIT = dict(
+    cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz", "arcp"}
+)
 
 
 @numba.njit(**CEILING_JIT)
@@ -61,8 +63,10 @@ def kos_block(n_docs: int | None = None) -> DocBlock:
         a = np.loadtxt(f, dtype=np.int64, ndmin=2)
     d = a[:, 0] - 1
     bounds = np.flatnonzero(np.r_[True, d[1:] != d[:-1], True])
-    docs = [(int(d[s]), a[s:e, 1] - 1, a[s:e, 2].astype(np.float64))
-            for s, e in zip(bounds[:-1], bounds[1:])]
+    docs = [
+        (int(d[s]), a[s:e, 1] - 1, a[s:e, 2].astype(np.float64))
+        for s, e in itertools.pairwise(bounds)
+    ]
     if n_docs is not None:
         docs = docs[:n_docs]
     return DocBlock.from_docs(docs)
@@ -85,8 +89,15 @@ def best_of(fn, repeats: int, min_seconds: float) -> float:
     return best
 
 
-def run(ks=(20, 100, 1000), dtypes=("float32", "float64"), burnin: int = 1, n_docs: int = 1000,
-        repeats: int = 5, min_seconds: float = 0.2, seed: int = 0) -> list[dict]:
+def run(
+    ks=(20, 100, 1000),
+    dtypes=("float32", "float64"),
+    burnin: int = 1,
+    n_docs: int = 1000,
+    repeats: int = 5,
+    min_seconds: float = 0.2,
+    seed: int = 0,
+) -> list[dict]:
     """Topic-updates per second per core of the SCVB0 kernel and of the ceiling loop.
 
     Returns one dict per (K, dtype): ``kernel_updates_per_s``,
@@ -101,21 +112,40 @@ def run(ks=(20, 100, 1000), dtypes=("float32", "float64"), burnin: int = 1, n_do
             dtype = np.dtype(dt)
             rows = (rng.random((len(block.terms), k)) + 0.01).astype(dtype)
             rows /= rows.sum(axis=0, keepdims=True)
-            theta0 = init_doc_stats(rng.random((block.n_docs, k)),
-                                    block.doc_lengths()).astype(dtype)
+            theta0 = init_doc_stats(rng.random((block.n_docs, k)), block.doc_lengths()).astype(
+                dtype
+            )
             counts = block.counts.astype(dtype)
             updates = block.nnz * sweeps * k
-            t_kernel = best_of(lambda: scvb0_block(block.indptr, block.local, counts, rows,
-                                                    theta0, 0.1, burnin), repeats, min_seconds)
+            t_kernel = best_of(
+                lambda counts=counts, rows=rows, theta0=theta0: scvb0_block(
+                    block.indptr, block.local, counts, rows, theta0, 0.1, burnin
+                ),
+                repeats,
+                min_seconds,
+            )
             acc = np.full(k, 1e-3, dtype=dtype)
-            t_ceiling = best_of(lambda: ceiling_loop(block.indptr, block.local, rows, sweeps,
-                                                  acc.copy()), repeats, min_seconds)
-            out.append({
-                "k": k, "dtype": dt, "docs": block.n_docs, "pairs": block.nnz,
-                "distinct_terms": len(block.terms), "sweeps": sweeps,
-                "topic_updates": updates, "kernel_s": t_kernel, "ceiling_s": t_ceiling,
-                "kernel_updates_per_s": updates / t_kernel,
-                "ceiling_updates_per_s": updates / t_ceiling,
-                "kernel_over_ceiling": t_ceiling / t_kernel,
-            })
+            t_ceiling = best_of(
+                lambda rows=rows, acc=acc: ceiling_loop(
+                    block.indptr, block.local, rows, sweeps, acc.copy()
+                ),
+                repeats,
+                min_seconds,
+            )
+            out.append(
+                {
+                    "k": k,
+                    "dtype": dt,
+                    "docs": block.n_docs,
+                    "pairs": block.nnz,
+                    "distinct_terms": len(block.terms),
+                    "sweeps": sweeps,
+                    "topic_updates": updates,
+                    "kernel_s": t_kernel,
+                    "ceiling_s": t_ceiling,
+                    "kernel_updates_per_s": updates / t_kernel,
+                    "ceiling_updates_per_s": updates / t_ceiling,
+                    "kernel_over_ceiling": t_ceiling / t_kernel,
+                }
+            )
     return out

@@ -27,9 +27,12 @@ def rdd_storage(sc, rdd) -> dict | None:
         infos = sc._jsc.sc().getRDDStorageInfo()
         for info in infos:
             if info.id() == rdd.id():
-                return {"mem_bytes": int(info.memSize()), "disk_bytes": int(info.diskSize()),
-                        "cached_partitions": int(info.numCachedPartitions()),
-                        "partitions": int(info.numPartitions())}
+                return {
+                    "mem_bytes": int(info.memSize()),
+                    "disk_bytes": int(info.diskSize()),
+                    "cached_partitions": int(info.numCachedPartitions()),
+                    "partitions": int(info.numPartitions()),
+                }
     except Exception:  # the storage API is internal; a figure we cannot read is left out
         return None
     return None
@@ -85,7 +88,7 @@ class PeakRSS:
                 jvm = None
             time.sleep(self.interval)
 
-    def start(self) -> "PeakRSS":
+    def start(self) -> PeakRSS:
         self.peak_python = self.peak_jvm = 0
         if self._proc is not None:
             self._stop.clear()
@@ -100,6 +103,8 @@ class PeakRSS:
             self._thread = None
         if self._proc is None:  # lifetime peak only (kilobytes on Linux)
             self.peak_python = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return {"driver_python_peak_rss_bytes": int(self.peak_python),
-                "driver_jvm_peak_rss_bytes": int(self.peak_jvm) or None,
-                "sampled": self._proc is not None}
+        return {
+            "driver_python_peak_rss_bytes": int(self.peak_python),
+            "driver_jvm_peak_rss_bytes": int(self.peak_jvm) or None,
+            "sampled": self._proc is not None,
+        }

@@ -21,8 +21,9 @@ import tomllib
 import numpy as np
 
 #: The targets of a run, as data (see the file's header for each field).
-DEFAULT_TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                               "targets.toml")
+DEFAULT_TARGETS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets.toml"
+)
 
 # --------------------------------------------------------------------------
 # machine
@@ -59,14 +60,26 @@ def machine_info(spark=None) -> dict:
     import numba
     import numpy
 
-    info = {"cores": os.cpu_count(), "memory_bytes": _memory_bytes(), "cpu": _cpu_model(),
-            "os": platform.platform(), "python": platform.python_version(),
-            "numpy": numpy.__version__, "numba": numba.__version__, "java": _java_version()}
+    info = {
+        "cores": os.cpu_count(),
+        "memory_bytes": _memory_bytes(),
+        "cpu": _cpu_model(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "java": _java_version(),
+    }
     if spark is not None:
         sc = spark.sparkContext
-        info.update({"spark": spark.version, "master": sc.master,
-                     "default_parallelism": sc.defaultParallelism,
-                     "driver_memory": sc.getConf().get("spark.driver.memory", "1g")})
+        info.update(
+            {
+                "spark": spark.version,
+                "master": sc.master,
+                "default_parallelism": sc.defaultParallelism,
+                "driver_memory": sc.getConf().get("spark.driver.memory", "1g"),
+            }
+        )
     try:
         with open("/proc/loadavg") as f:
             info["load_average_at_start"] = f.read().split()[:3]
@@ -92,8 +105,9 @@ def _at_passes(points, passes):
 
 
 def _first_reaching(points, loglik):
-    hits = [p for p in sorted(points, key=lambda p: p["elapsed_s"])
-            if p["heldout_loglik"] >= loglik]
+    hits = [
+        p for p in sorted(points, key=lambda p: p["elapsed_s"]) if p["heldout_loglik"] >= loglik
+    ]
     return hits[0] if hits else None
 
 
@@ -176,14 +190,15 @@ def load_targets(path: str | None = None) -> dict:
             raise ValueError(f"{where}: id {t['id']} appears twice")
         seen.add(t["id"])
         if t.get("measure") not in MEASURES:
-            raise ValueError(f"{where}: 'measure' must be one of {sorted(MEASURES)}; got "
-                             f"{t.get('measure')!r}")
+            raise ValueError(
+                f"{where}: 'measure' must be one of {sorted(MEASURES)}; got {t.get('measure')!r}"
+            )
         if t.get("comparison") not in COMPARISONS:
-            raise ValueError(f"{where}: 'comparison' must be '>=' or '<='; got "
-                             f"{t.get('comparison')!r}")
+            raise ValueError(
+                f"{where}: 'comparison' must be '>=' or '<='; got {t.get('comparison')!r}"
+            )
         if not _is_number(t.get("threshold")):
-            raise ValueError(f"{where}: 'threshold' must be a number; got "
-                             f"{t.get('threshold')!r}")
+            raise ValueError(f"{where}: 'threshold' must be a number; got {t.get('threshold')!r}")
         if not isinstance(t.get("description"), str):
             raise ValueError(f"{where}: 'description' (the target as printed) is missing")
         missing = [k for k in MEASURES[t["measure"]] if k not in t]
@@ -196,10 +211,19 @@ def _row(t, corpus, vs, measured, value, compared, **extra):
     """One evaluated target: PASS when ``compared`` <comparison> threshold; MISS
     when ``compared`` is None (nothing reached the mark)."""
     ok = compared is not None and COMPARISONS[t["comparison"]](compared, t["threshold"])
-    return {"id": t["id"], "measure": t["measure"], "corpus": corpus, "vs": vs,
-            "target": t["description"].format(**{**t, **extra}), "measured": measured,
-            "status": _status(ok), "value": value, "threshold": t["threshold"],
-            "comparison": t["comparison"], **extra}
+    return {
+        "id": t["id"],
+        "measure": t["measure"],
+        "corpus": corpus,
+        "vs": vs,
+        "target": t["description"].format(**{**t, **extra}),
+        "measured": measured,
+        "status": _status(ok),
+        "value": value,
+        "threshold": t["threshold"],
+        "comparison": t["comparison"],
+        **extra,
+    }
 
 
 def _mllib_speedup(t, results, corpora, main):
@@ -207,13 +231,18 @@ def _mllib_speedup(t, results, corpora, main):
         hit = _first_reaching(sc, ref["heldout_loglik"])
         budget = ref["elapsed_s"] / t["threshold"]
         speedup = ref["elapsed_s"] / hit["elapsed_s"] if hit else None
-        measured = (f"MLlib ({variant}) {ref['passes']:g} passes: {ref['heldout_loglik']:.4f} "
-                    f"in {ref['elapsed_s']:.1f} s; {main} reaches it at "
-                    + (f"{hit['elapsed_s']:.2f} s ({speedup:.1f}× "
-                       f"sooner, {hit['passes']:.2f} passes)" if hit else "— (never, in "
-                       f"{max(p['passes'] for p in sc):g} passes)"))
-        yield _row(t, c, variant, measured, hit["elapsed_s"] if hit else None, speedup,
-                   budget=budget)
+        measured = (
+            f"MLlib ({variant}) {ref['passes']:g} passes: {ref['heldout_loglik']:.4f} "
+            f"in {ref['elapsed_s']:.1f} s; {main} reaches it at "
+            + (
+                f"{hit['elapsed_s']:.2f} s ({speedup:.1f}× sooner, {hit['passes']:.2f} passes)"
+                if hit
+                else f"— (never, in {max(p['passes'] for p in sc):g} passes)"
+            )
+        )
+        yield _row(
+            t, c, variant, measured, hit["elapsed_s"] if hit else None, speedup, budget=budget
+        )
 
 
 def _mllib_gain(t, results, corpora, main):
@@ -222,9 +251,16 @@ def _mllib_gain(t, results, corpora, main):
         if mine is None:
             continue
         gain = mine["heldout_loglik"] - ref["heldout_loglik"]
-        yield _row(t, c, variant, f"{main} {mine['heldout_loglik']:.4f} vs {variant} "
-                                  f"{ref['heldout_loglik']:.4f}: {gain:+.3f}",
-                   gain, gain, passes=ref["passes"])
+        yield _row(
+            t,
+            c,
+            variant,
+            f"{main} {mine['heldout_loglik']:.4f} vs {variant} "
+            f"{ref['heldout_loglik']:.4f}: {gain:+.3f}",
+            gain,
+            gain,
+            passes=ref["passes"],
+        )
 
 
 def _quality_in_seconds(t, results, corpora, main):
@@ -237,23 +273,32 @@ def _quality_in_seconds(t, results, corpora, main):
         t_lim = t["within_seconds"]
         within = [p for p in sc if p["elapsed_s"] <= t_lim]
         best = max(within, key=lambda p: p["heldout_loglik"]) if within else None
-        measured = ((f"{best['heldout_loglik']:.4f} at {best['elapsed_s']:.2f} s "
-                     f"({best['passes']:.2f} passes)") if best else
-                    f"no evaluation before {t_lim:g} s (first at "
-                    f"{min(p['elapsed_s'] for p in sc):.2f} s)")
+        measured = (
+            (
+                f"{best['heldout_loglik']:.4f} at {best['elapsed_s']:.2f} s "
+                f"({best['passes']:.2f} passes)"
+            )
+            if best
+            else f"no evaluation before {t_lim:g} s (first at "
+            f"{min(p['elapsed_s'] for p in sc):.2f} s)"
+        )
         value = best["heldout_loglik"] if best else None
         yield _row(t, c, "", measured, value, value)
 
 
 def _kernel_throughput(t, results, corpora, main):
-    rows = [r for r in results.get("kernel") or []
-            if r["k"] == t["k"] and r["dtype"] == t["dtype"]]
+    rows = [r for r in results.get("kernel") or [] if r["k"] == t["k"] and r["dtype"] == t["dtype"]]
     if rows:
         r = rows[0]
-        yield _row(t, "KOS block", "",
-                   f"{r['kernel_updates_per_s']:.3g} (ceiling {r['ceiling_updates_per_s']:.3g}, "
-                   f"{r['kernel_over_ceiling']:.0%} of it)",
-                   r["kernel_updates_per_s"], r["kernel_updates_per_s"])
+        yield _row(
+            t,
+            "KOS block",
+            "",
+            f"{r['kernel_updates_per_s']:.3g} (ceiling {r['ceiling_updates_per_s']:.3g}, "
+            f"{r['kernel_over_ceiling']:.0%} of it)",
+            r["kernel_updates_per_s"],
+            r["kernel_updates_per_s"],
+        )
 
 
 def _round_time_spread(t, results, corpora, main):
@@ -261,9 +306,15 @@ def _round_time_spread(t, results, corpora, main):
     if len(scal) >= 2:
         times = [s["median_round_s"] for s in scal]
         spread = max(times) / min(times) - 1
-        yield _row(t, scal[0]["corpus"], "",
-                   ", ".join(f"×{s['replicas']}: {s['median_round_s']:.3f} s" for s in scal)
-                   + f" (spread {spread:.1%})", spread, spread)
+        yield _row(
+            t,
+            scal[0]["corpus"],
+            "",
+            ", ".join(f"×{s['replicas']}: {s['median_round_s']:.3f} s" for s in scal)
+            + f" (spread {spread:.1%})",
+            spread,
+            spread,
+        )
 
 
 def _kernel_share(t, results, corpora, main):
@@ -273,15 +324,19 @@ def _kernel_share(t, results, corpora, main):
     summ = (results["systems"].get(share_corpus, {}).get(main, {}) or {}).get("round_summary")
     if not summ or summ.get("kernel_share") is None:
         return
-    measured = (f"{summ['kernel_share']:.0%} (median round {summ['round_s']:.3f} s: kernel "
-                f"{summ['kernel_s']:.3f}, broadcast {summ['broadcast_s']:.3f}, tasks/scheduling "
-                f"{summ['tasks_s']:.3f}, aggregation {summ['aggregation_s']:.3f}, update "
-                f"{summ['update_s']:.3f})")
+    measured = (
+        f"{summ['kernel_share']:.0%} (median round {summ['round_s']:.3f} s: kernel "
+        f"{summ['kernel_s']:.3f}, broadcast {summ['broadcast_s']:.3f}, tasks/scheduling "
+        f"{summ['tasks_s']:.3f}, aggregation {summ['aggregation_s']:.3f}, update "
+        f"{summ['update_s']:.3f})"
+    )
     floor = results.get("floor")
     if floor and floor.get("corpus") == share_corpus:
         best = summ["kernel_s"] / (summ["kernel_s"] + floor["round_s"])
-        measured += (f"; the same round without the kernel takes {floor['round_s']:.3f} s, "
-                     f"so at most {best:.0%} with this kernel time")
+        measured += (
+            f"; the same round without the kernel takes {floor['round_s']:.3f} s, "
+            f"so at most {best:.0%} with this kernel time"
+        )
     yield _row(t, share_corpus, "", measured, summ["kernel_share"], summ["kernel_share"])
 
 
@@ -296,12 +351,14 @@ def _cached_bytes_per_pair(t, results, corpora, main):
         per_pair = cc.get("cached_bytes_per_pair")
         mem = out.get("memory") or {}
         bb = out.get("broadcast_bytes") or {}
-        measured = (f"{per_pair:.2f} B/pair (the blocks' arrays; Spark's block manager holds "
-                    + (f"{spark_bytes / pairs:.2f} B/pair as stored" if spark_bytes else "—")
-                    + f"); broadcast per round {_mb(bb.get('first_pass_median'))} in the first "
-                    f"pass, {_mb(bb.get('later_median'))} after; driver peak RSS Python "
-                    f"{_mb(mem.get('driver_python_peak_rss_bytes'))}, JVM "
-                    f"{_mb(mem.get('driver_jvm_peak_rss_bytes'))}")
+        measured = (
+            f"{per_pair:.2f} B/pair (the blocks' arrays; Spark's block manager holds "
+            + (f"{spark_bytes / pairs:.2f} B/pair as stored" if spark_bytes else "—")
+            + f"); broadcast per round {_mb(bb.get('first_pass_median'))} in the first "
+            f"pass, {_mb(bb.get('later_median'))} after; driver peak RSS Python "
+            f"{_mb(mem.get('driver_python_peak_rss_bytes'))}, JVM "
+            f"{_mb(mem.get('driver_jvm_peak_rss_bytes'))}"
+        )
         yield _row(t, c, "", measured, per_pair, per_pair)
 
 
@@ -316,8 +373,9 @@ _EVALUATORS = {
 }
 
 
-def evaluate_targets(results: dict, main: str | None = None,
-                     spec: dict | None = None) -> list[dict]:
+def evaluate_targets(
+    results: dict, main: str | None = None, spec: dict | None = None
+) -> list[dict]:
     """One row per (target, corpus): target, measured figure, PASS/MISS.
 
     ``spec`` is a :func:`load_targets` result (default: ``benchmarks/targets.toml``);
@@ -346,19 +404,46 @@ def _num(x, fmt="{:.3f}"):
 def _mb(n):
     if n is None:
         return "—"
-    return f"{n / 2 ** 20:.1f} MiB"
+    return f"{n / 2**20:.1f} MiB"
 
 
 # --------------------------------------------------------------------------
 # files
 
 
-POINT_FIELDS = ["corpus", "system", "k", "passes", "round", "elapsed_s", "heldout_loglik",
-                "perplexity", "eval_s"]
-ROUND_FIELDS = ["corpus", "system", "round", "passes", "elapsed_s", "round_s", "broadcast_s",
-                "job_s", "merge_s", "mode_merge_s", "update_s", "destroy_s",
-                "task_kernel_max_s", "task_kernel_sum_s", "tokens", "tokens_per_s", "rho",
-                "docs", "broadcast_bytes", "heldout_loglik"]
+POINT_FIELDS = [
+    "corpus",
+    "system",
+    "k",
+    "passes",
+    "round",
+    "elapsed_s",
+    "heldout_loglik",
+    "perplexity",
+    "eval_s",
+]
+ROUND_FIELDS = [
+    "corpus",
+    "system",
+    "round",
+    "passes",
+    "elapsed_s",
+    "round_s",
+    "broadcast_s",
+    "job_s",
+    "merge_s",
+    "mode_merge_s",
+    "update_s",
+    "destroy_s",
+    "task_kernel_max_s",
+    "task_kernel_sum_s",
+    "tokens",
+    "tokens_per_s",
+    "rho",
+    "docs",
+    "broadcast_bytes",
+    "heldout_loglik",
+]
 
 
 def _write_csv(path, rows, fields):
@@ -418,7 +503,7 @@ def plot_curves(results: dict, path: str):
     corpora = list(results["corpora"])
     n = max(1, len(corpora))
     fig, axes = plt.subplots(1, n, figsize=(6.5 * n, 4.6), squeeze=False)
-    for ax, c in zip(axes[0], corpora):
+    for ax, c in zip(axes[0], corpora, strict=False):
         systems = []
         for p in results["points"]:
             if p["corpus"] == c and p["system"] not in systems:
@@ -426,8 +511,14 @@ def plot_curves(results: dict, path: str):
         for s in systems:
             pts = sorted(_points(results, c, s), key=lambda p: p["elapsed_s"])
             style = "-o" if not s.startswith("mllib") else "--s"
-            ax.plot([p["elapsed_s"] for p in pts], [p["heldout_loglik"] for p in pts], style,
-                    label=s, markersize=3.5, linewidth=1.4)
+            ax.plot(
+                [p["elapsed_s"] for p in pts],
+                [p["heldout_loglik"] for p in pts],
+                style,
+                label=s,
+                markersize=3.5,
+                linewidth=1.4,
+            )
         k = results["corpora"][c].get("k")
         ax.set_xscale("log")
         ax.set_xlabel("wall time from the start of fit (s, log scale)")
@@ -451,11 +542,12 @@ NOTES: dict = {}
 
 
 def _fmt_bytes(n):
-    return "—" if n is None else f"{n / 2 ** 30:.1f} GiB"
+    return "—" if n is None else f"{n / 2**30:.1f} GiB"
 
 
-def render_markdown(results: dict, targets: list, paths: dict, page_dir: str,
-                    spec: dict | None = None) -> str:
+def render_markdown(
+    results: dict, targets: list, paths: dict, page_dir: str, spec: dict | None = None
+) -> str:
     """The page: ``targets`` are :func:`evaluate_targets` rows, ``spec`` the targets
     file they came from (for the variants' rows)."""
     meta = results["meta"]
@@ -467,8 +559,11 @@ def render_markdown(results: dict, targets: list, paths: dict, page_dir: str,
         "Generated by `benchmarks/run.py` from one run; every figure below comes from "
         f"[`{rel(paths['json'])}`]({rel(paths['json'])}) of that run. Times are wall-clock "
         "seconds from the start of each system's `fit` (sparklda: "
-        + ("corpus building and the held-out split included"
-           if meta.get("heldout_split_in_fit") else "corpus block building included")
+        + (
+            "corpus building and the held-out split included"
+            if meta.get("heldout_split_in_fit")
+            else "corpus block building included"
+        )
         + "; held-out evaluation excluded). Quality is held-out document completion "
         f"(`sparklda.evaluation.completion_loglik`, α = {meta['alpha']} for folding in, the same "
         "held-out documents and halves for every system); higher is better.",
@@ -491,35 +586,60 @@ def render_markdown(results: dict, targets: list, paths: dict, page_dir: str,
     ]
     for t in targets:
         vs = f" (vs {t['vs']})" if t.get("vs") else ""
-        lines.append(f"| {t['id']} | {t['corpus']}{vs} | {t['target']} | {t['measured']} | "
-                     f"**{t['status']}** |")
+        lines.append(
+            f"| {t['id']} | {t['corpus']}{vs} | {t['target']} | {t['measured']} | "
+            f"**{t['status']}** |"
+        )
     lines += ["", f"![held-out log-likelihood against time]({rel(paths['plot'])})", ""]
-    lines += ["## Corpora", "", "| corpus | K | training docs | held-out docs | tokens | "
-              "(doc, term) pairs | vocabulary |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Corpora",
+        "",
+        "| corpus | K | training docs | held-out docs | tokens | (doc, term) pairs | vocabulary |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for c, info in results["corpora"].items():
-        lines.append(f"| {c} | {info['k']} | {info['training_documents']:,} | "
-                     f"{info['heldout_documents']:,} | {info['training_tokens']:,.0f} | "
-                     f"{info['training_pairs']:,} | {info['vocab_size']:,} |")
+        lines.append(
+            f"| {c} | {info['k']} | {info['training_documents']:,} | "
+            f"{info['heldout_documents']:,} | {info['training_tokens']:,.0f} | "
+            f"{info['training_pairs']:,} | {info['vocab_size']:,} |"
+        )
     lines += ["", "## Quality against time", ""]
     for c in results["corpora"]:
-        lines += [f"### {c}", "", "| system | passes | seconds | held-out log-lik. | perplexity |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            f"### {c}",
+            "",
+            "| system | passes | seconds | held-out log-lik. | perplexity |",
+            "|---|---|---|---|---|",
+        ]
         by_sys = results["systems"].get(c, {})
         for s, out in by_sys.items():
             if out.get("error"):
                 lines.append(f"| {s} | failed: {out['error']} | | | |")
                 continue
             for p in _table_points(out["points"]):
-                lines.append(f"| {s} | {p['passes']:.2f} | {p['elapsed_s']:.1f} | "
-                             f"{p['heldout_loglik']:.4f} | {p['perplexity']:.0f} |")
+                lines.append(
+                    f"| {s} | {p['passes']:.2f} | {p['elapsed_s']:.1f} | "
+                    f"{p['heldout_loglik']:.4f} | {p['perplexity']:.0f} |"
+                )
         lines.append("")
         settings = [(s, out.get("settings")) for s, out in by_sys.items() if out.get("settings")]
         for s, st in settings:
             lines.append(f"- `{s}` settings: " + ", ".join(f"{k}={v}" for k, v in st.items()))
         params = by_sys.get("scvb0", {}).get("params")
         if params:
-            keys = ["minibatch_size", "parts_per_slice", "burnin", "s_phi", "tau_phi",
-                    "kappa_phi", "schedule_minibatch", "alpha", "eta", "dtype", "eval_every"]
+            keys = [
+                "minibatch_size",
+                "parts_per_slice",
+                "burnin",
+                "s_phi",
+                "tau_phi",
+                "kappa_phi",
+                "schedule_minibatch",
+                "alpha",
+                "eta",
+                "dtype",
+                "eval_every",
+            ]
             lines.append("- `scvb0` settings: " + ", ".join(f"{k}={params[k]}" for k in keys))
         lines.append("")
     lines += _round_section(results)
@@ -541,17 +661,25 @@ def _variant_section(results, spec=None):
     ids = sorted(t["id"] for t in spec["targets"] if t["measure"] in VARIANT_MEASURES)
     if not ids:
         return []
-    label = (f"{ids[0]}-{ids[-1]}" if ids == list(range(ids[0], ids[-1] + 1)) and len(ids) > 1
-             else ", ".join(map(str, ids)))
-    lines = [f"## Targets {label} for the variants (not the defaults; what a change of default "
-             "would give)", "", "| # | corpus | system | measured | would be |",
-             "|---|---|---|---|---|"]
+    label = (
+        f"{ids[0]}-{ids[-1]}"
+        if ids == list(range(ids[0], ids[-1] + 1)) and len(ids) > 1
+        else ", ".join(map(str, ids))
+    )
+    lines = [
+        f"## Targets {label} for the variants (not the defaults; what a change of default "
+        "would give)",
+        "",
+        "| # | corpus | system | measured | would be |",
+        "|---|---|---|---|---|",
+    ]
     for v in variants:
         for t in evaluate_targets(results, main=v, spec=spec):
             if t["measure"] in VARIANT_MEASURES:
                 vs = f" (vs {t['vs']})" if t.get("vs") else ""
-                lines.append(f"| {t['id']} | {t['corpus']}{vs} | `{v}` | {t['measured']} | "
-                             f"{t['status']} |")
+                lines.append(
+                    f"| {t['id']} | {t['corpus']}{vs} | `{v}` | {t['measured']} | {t['status']} |"
+                )
     return lines + [""]
 
 
@@ -569,16 +697,20 @@ def _table_points(points):
 
 
 def _round_section(results):
-    lines = ["## Where a round's time goes (sparklda modes)", "",
-             "Median over rounds (the first round left out) of each part of a round: "
-             "broadcast (driver builds and broadcasts the state), tasks (`runJob` minus the "
-             "slowest task's kernel: scheduling, Python worker start-up, reading the cached "
-             "block, results back to the driver), kernel (slowest task's kernel time), "
-             "aggregation (summing the tasks' sparse rows), update (driver update and "
-             "broadcast clean-up).", "",
-             "| corpus | system | round s | broadcast | tasks | kernel | aggregation | update | "
-             "kernel share | tokens/s | broadcast size |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Where a round's time goes (sparklda modes)",
+        "",
+        "Median over rounds (the first round left out) of each part of a round: "
+        "broadcast (driver builds and broadcasts the state), tasks (`runJob` minus the "
+        "slowest task's kernel: scheduling, Python worker start-up, reading the cached "
+        "block, results back to the driver), kernel (slowest task's kernel time), "
+        "aggregation (summing the tasks' sparse rows), update (driver update and "
+        "broadcast clean-up).",
+        "",
+        "| corpus | system | round s | broadcast | tasks | kernel | aggregation | update | "
+        "kernel share | tokens/s | broadcast size |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     n = 0
     for c, by_sys in results["systems"].items():
         for s, out in by_sys.items():
@@ -587,11 +719,13 @@ def _round_section(results):
                 continue
             n += 1
             share = summ.get("kernel_share")
-            lines.append(f"| {c} | {s} | {summ['round_s']:.3f} | {summ['broadcast_s']:.3f} | "
-                         f"{summ['tasks_s']:.3f} | {summ['kernel_s']:.3f} | "
-                         f"{summ['aggregation_s']:.3f} | {summ['update_s']:.3f} | "
-                         f"{'—' if share is None else f'{share:.0%}'} | "
-                         f"{summ['tokens_per_s']:,.0f} | {_mb(summ.get('broadcast_bytes'))} |")
+            lines.append(
+                f"| {c} | {s} | {summ['round_s']:.3f} | {summ['broadcast_s']:.3f} | "
+                f"{summ['tasks_s']:.3f} | {summ['kernel_s']:.3f} | "
+                f"{summ['aggregation_s']:.3f} | {summ['update_s']:.3f} | "
+                f"{'—' if share is None else f'{share:.0%}'} | "
+                f"{summ['tokens_per_s']:,.0f} | {_mb(summ.get('broadcast_bytes'))} |"
+            )
     return lines + [""] if n else []
 
 
@@ -599,17 +733,23 @@ def _sweep_section(results):
     rows = results.get("sweep") or []
     if not rows:
         return []
-    lines = ["## Minibatch size (the default's evidence)", "",
-             f"SCVB0 on {rows[0]['corpus']} (K={rows[0]['k']}), {rows[0]['passes']:g} pass(es) "
-             "per setting, one task per core per round.", "",
-             "| minibatch | rounds/pass | round s | kernel share | broadcast | tasks | kernel | "
-             "aggregation | update | train s | held-out after |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Minibatch size (the default's evidence)",
+        "",
+        f"SCVB0 on {rows[0]['corpus']} (K={rows[0]['k']}), {rows[0]['passes']:g} pass(es) "
+        "per setting, one task per core per round.",
+        "",
+        "| minibatch | rounds/pass | round s | kernel share | broadcast | tasks | kernel | "
+        "aggregation | update | train s | held-out after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['minibatch_size']:,} | {r['rounds_per_pass']} | {r['round_s']:.3f} | "
-                     f"{r['kernel_share']:.0%} | {r['broadcast_s']:.3f} | {r['tasks_s']:.3f} | "
-                     f"{r['kernel_s']:.3f} | {r['aggregation_s']:.3f} | {r['update_s']:.3f} | "
-                     f"{r['train_s']:.1f} | {r['heldout_loglik']:.4f} |")
+        lines.append(
+            f"| {r['minibatch_size']:,} | {r['rounds_per_pass']} | {r['round_s']:.3f} | "
+            f"{r['kernel_share']:.0%} | {r['broadcast_s']:.3f} | {r['tasks_s']:.3f} | "
+            f"{r['kernel_s']:.3f} | {r['aggregation_s']:.3f} | {r['update_s']:.3f} | "
+            f"{r['train_s']:.1f} | {r['heldout_loglik']:.4f} |"
+        )
     return lines + [""]
 
 
@@ -618,41 +758,58 @@ def _floor_section(results):
     if not f:
         return []
     if f.get("method") == "public-api":
-        how = ("Rounds of an SCVB0 round's shape on "
-               f"{f['corpus']} (K={f['k']}, minibatch {f['minibatch_size']:,}, "
-               f"{f['parts_per_slice']} tasks per round) with the kernel left out: the training "
-               "documents cached as blocks in the same slice layout, a broadcast of one row of K "
-               "values per distinct term of the round's slice "
-               f"({_mb(f.get('broadcast_bytes'))}), the blocks read, zero rows of the real "
-               "result size returned and summed by term on the driver, no driver update.")
+        how = (
+            "Rounds of an SCVB0 round's shape on "
+            f"{f['corpus']} (K={f['k']}, minibatch {f['minibatch_size']:,}, "
+            f"{f['parts_per_slice']} tasks per round) with the kernel left out: the training "
+            "documents cached as blocks in the same slice layout, a broadcast of one row of K "
+            "values per distinct term of the round's slice "
+            f"({_mb(f.get('broadcast_bytes'))}), the blocks read, zero rows of the real "
+            "result size returned and summed by term on the driver, no driver update."
+        )
     else:  # measured inside SCVB0 (runs before the benchmark left the package)
-        how = (f"SCVB0's rounds on {f['corpus']} (K={f['k']}, minibatch "
-               f"{f['minibatch_size']:,}, {f['parts_per_slice']} tasks per round) with the "
-               "kernel left out: the same broadcast, the same blocks read, zero N̂^Φ rows of the "
-               "real size returned and merged, no driver update.")
-    return ["## A round without the kernel (the floor)", "",
-            how + f" Median over {f['rounds_measured']} rounds (the first pass left out).", "",
-            "| round s | broadcast | job (tasks) | merge | destroy |", "|---|---|---|---|---|",
-            f"| {f['round_s']:.3f} | {f['broadcast_s']:.3f} | {f['job_s']:.3f} | "
-            f"{f['merge_s']:.3f} | {f['destroy_s']:.3f} |", ""]
+        how = (
+            f"SCVB0's rounds on {f['corpus']} (K={f['k']}, minibatch "
+            f"{f['minibatch_size']:,}, {f['parts_per_slice']} tasks per round) with the "
+            "kernel left out: the same broadcast, the same blocks read, zero N̂^Φ rows of the "
+            "real size returned and merged, no driver update."
+        )
+    return [
+        "## A round without the kernel (the floor)",
+        "",
+        how + f" Median over {f['rounds_measured']} rounds (the first pass left out).",
+        "",
+        "| round s | broadcast | job (tasks) | merge | destroy |",
+        "|---|---|---|---|---|",
+        f"| {f['round_s']:.3f} | {f['broadcast_s']:.3f} | {f['job_s']:.3f} | "
+        f"{f['merge_s']:.3f} | {f['destroy_s']:.3f} |",
+        "",
+    ]
 
 
 def _scaling_section(results):
     rows = results.get("scaling") or []
     if not rows:
         return []
-    lines = ["## Round cost against corpus size", "",
-             f"{rows[0]['corpus']} replicated (copies under new document ids), minibatch "
-             f"{rows[0].get('minibatch_size', 0):,} documents; each replica trains one pass "
-             f"{rows[0].get('repeats', 1)} time(s), the replicas interleaved; medians over every "
-             "round but the first of each pass.", "",
-             "| copies | training docs | rounds/pass | rounds measured | median round s | "
-             "median job s | median kernel s |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Round cost against corpus size",
+        "",
+        f"{rows[0]['corpus']} replicated (copies under new document ids), minibatch "
+        f"{rows[0].get('minibatch_size', 0):,} documents; each replica trains one pass "
+        f"{rows[0].get('repeats', 1)} time(s), the replicas interleaved; medians over every "
+        "round but the first of each pass.",
+        "",
+        "| copies | training docs | rounds/pass | rounds measured | median round s | "
+        "median job s | median kernel s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| ×{r['replicas']} | {r.get('training_documents', 0):,} | "
-                     f"{r.get('rounds_per_pass', '')} | {r.get('rounds_measured', '')} | "
-                     f"{_num(r.get('median_round_s'))} | "
-                     f"{_num(r.get('median_job_s'))} | {_num(r.get('median_kernel_s'))} |")
+        lines.append(
+            f"| ×{r['replicas']} | {r.get('training_documents', 0):,} | "
+            f"{r.get('rounds_per_pass', '')} | {r.get('rounds_measured', '')} | "
+            f"{_num(r.get('median_round_s'))} | "
+            f"{_num(r.get('median_job_s'))} | {_num(r.get('median_kernel_s'))} |"
+        )
     return lines + [""]
 
 
@@ -661,24 +818,34 @@ def _kernel_section(results):
     if not rows:
         return []
     r0 = rows[0]
-    lines = ["## SCVB0 kernel microbenchmark (one core)", "",
-             f"{r0['docs']:,} KOS documents ({r0['pairs']:,} pairs, {r0['distinct_terms']:,} "
-             f"distinct terms), {r0['sweeps']} sweeps (burn-in + final). A topic-update is one "
-             "topic of one pair in one sweep. The ceiling streams the same rows with one fused "
-             "multiply-add per topic, compiled with the same numba options; the kernel does "
-             "about four times that arithmetic per topic-update.", "",
-             "| K | dtype | kernel topic-updates/s | ceiling | kernel/ceiling |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "## SCVB0 kernel microbenchmark (one core)",
+        "",
+        f"{r0['docs']:,} KOS documents ({r0['pairs']:,} pairs, {r0['distinct_terms']:,} "
+        f"distinct terms), {r0['sweeps']} sweeps (burn-in + final). A topic-update is one "
+        "topic of one pair in one sweep. The ceiling streams the same rows with one fused "
+        "multiply-add per topic, compiled with the same numba options; the kernel does "
+        "about four times that arithmetic per topic-update.",
+        "",
+        "| K | dtype | kernel topic-updates/s | ceiling | kernel/ceiling |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['k']} | {r['dtype']} | {r['kernel_updates_per_s']:.3g} | "
-                     f"{r['ceiling_updates_per_s']:.3g} | {r['kernel_over_ceiling']:.0%} |")
+        lines.append(
+            f"| {r['k']} | {r['dtype']} | {r['kernel_updates_per_s']:.3g} | "
+            f"{r['ceiling_updates_per_s']:.3g} | {r['kernel_over_ceiling']:.0%} |"
+        )
     return lines + [""]
 
 
 def _memory_section(results):
-    lines = ["## Memory", "", "| corpus | system | cached corpus (Spark) | B/pair (Spark) | "
-             "B/pair (arrays) | broadcast/round | driver peak RSS (Python / JVM) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Memory",
+        "",
+        "| corpus | system | cached corpus (Spark) | B/pair (Spark) | "
+        "B/pair (arrays) | broadcast/round | driver peak RSS (Python / JVM) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     n = 0
     for c, by_sys in results["systems"].items():
         for s, out in by_sys.items():
@@ -694,7 +861,8 @@ def _memory_section(results):
                 f"{cc.get('cached_bytes_per_pair', float('nan')):.2f} | "
                 f"{_mb(bb.get('first_pass_median'))} → {_mb(bb.get('later_median'))} | "
                 f"{_mb(mem.get('driver_python_peak_rss_bytes'))} / "
-                f"{_mb(mem.get('driver_jvm_peak_rss_bytes'))} |")
+                f"{_mb(mem.get('driver_jvm_peak_rss_bytes'))} |"
+            )
     return lines + [""] if n else []
 
 
@@ -706,8 +874,9 @@ def _closing_note(results, targets):
     lines.append("")
     for t in targets:
         vs = f", vs {t['vs']}" if t.get("vs") else ""
-        lines.append(f"- Target {t['id']} ({t['corpus']}{vs}): {t['measured']} — "
-                     f"**{t['status']}**.")
+        lines.append(
+            f"- Target {t['id']} ({t['corpus']}{vs}): {t['measured']} — **{t['status']}**."
+        )
     extra = results.get("notes") or {}
     if missed or extra:
         lines += ["", "### Why the misses, and what they would take", ""]
@@ -726,4 +895,4 @@ def _closing_note(results, targets):
 
 
 def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -110,9 +110,11 @@ def check_overrides(overrides: dict, where: str):
     documents: every system is scored on the same ones."""
     bad = sorted(set(overrides) & set(SHARED_PARAMS))
     if bad:
-        raise ValueError(f"{where} sets {', '.join(bad)}; these choose the held-out documents "
-                         "every system is scored on, so they are set once for the run "
-                         "(--seed, --heldout NAME=COUNT)")
+        raise ValueError(
+            f"{where} sets {', '.join(bad)}; these choose the held-out documents "
+            "every system is scored on, so they are set once for the run "
+            "(--seed, --heldout NAME=COUNT)"
+        )
 
 
 def warm_up(spark, bc, opts: Options):
@@ -136,28 +138,52 @@ def _round_summary(rounds: list, skip_first: int = 1) -> dict:
     if not rr:
         return {}
     # the report's column names for the round record's ship_s / release_s / shipped_bytes
-    rr = [{**r, "broadcast_s": r.get("ship_s", r.get("broadcast_s")),
-           "destroy_s": r.get("release_s", r.get("destroy_s")),
-           "broadcast_bytes": r.get("shipped_bytes", r.get("broadcast_bytes"))} for r in rr]
+    rr = [
+        {
+            **r,
+            "broadcast_s": r.get("ship_s", r.get("broadcast_s")),
+            "destroy_s": r.get("release_s", r.get("destroy_s")),
+            "broadcast_bytes": r.get("shipped_bytes", r.get("broadcast_bytes")),
+        }
+        for r in rr
+    ]
 
     def med(key):
         return float(np.median([r.get(key, 0.0) or 0.0 for r in rr]))
 
     round_s = med("round_s")
     kernel = med("task_kernel_max_s")
-    merge = float(np.median([(r.get("merge_s") or 0.0) + (r.get("mode_merge_s") or 0.0)
-                             for r in rr]))
-    tasks = float(np.median([(r.get("job_s") or 0.0) - (r.get("task_kernel_max_s") or 0.0)
-                             - (r.get("mode_merge_s") or 0.0) for r in rr]))
-    update = float(np.median([(r.get("update_s") or 0.0) + (r.get("destroy_s") or 0.0)
-                              for r in rr]))
+    merge = float(
+        np.median([(r.get("merge_s") or 0.0) + (r.get("mode_merge_s") or 0.0) for r in rr])
+    )
+    tasks = float(
+        np.median(
+            [
+                (r.get("job_s") or 0.0)
+                - (r.get("task_kernel_max_s") or 0.0)
+                - (r.get("mode_merge_s") or 0.0)
+                for r in rr
+            ]
+        )
+    )
+    update = float(
+        np.median([(r.get("update_s") or 0.0) + (r.get("destroy_s") or 0.0) for r in rr])
+    )
     shares = [(r.get("task_kernel_max_s") or 0.0) / r["round_s"] for r in rr if r.get("round_s")]
-    return {"rounds": len(rr), "round_s": round_s, "broadcast_s": med("broadcast_s"),
-            "tasks_s": tasks, "kernel_s": kernel, "aggregation_s": merge, "update_s": update,
-            "kernel_share": float(np.median(shares)) if shares else None,
-            "tokens_per_s": med("tokens_per_s"),
-            "broadcast_bytes": med("broadcast_bytes") if any("broadcast_bytes" in r for r in rr)
-            else None}
+    return {
+        "rounds": len(rr),
+        "round_s": round_s,
+        "broadcast_s": med("broadcast_s"),
+        "tasks_s": tasks,
+        "kernel_s": kernel,
+        "aggregation_s": merge,
+        "update_s": update,
+        "kernel_share": float(np.median(shares)) if shares else None,
+        "tokens_per_s": med("tokens_per_s"),
+        "broadcast_bytes": med("broadcast_bytes")
+        if any("broadcast_bytes" in r for r in rr)
+        else None,
+    }
 
 
 def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool = False):
@@ -166,10 +192,18 @@ def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool
     sc = spark.sparkContext
     t0 = time.perf_counter()
     bc = prepare(spark, spec.name, spec.path, spec.heldout_count, seed=opts.seed)
-    info = {"name": spec.name, "path": spec.path, "k": spec.k, "heldout_count": spec.heldout_count,
-            "training_documents": bc.n_train_docs, "heldout_documents": bc.n_heldout_docs,
-            "training_tokens": bc.n_train_tokens, "training_pairs": bc.n_train_pairs,
-            "vocab_size": bc.vocab_size, "prepare_s": time.perf_counter() - t0}
+    info = {
+        "name": spec.name,
+        "path": spec.path,
+        "k": spec.k,
+        "heldout_count": spec.heldout_count,
+        "training_documents": bc.n_train_docs,
+        "heldout_documents": bc.n_heldout_docs,
+        "training_tokens": bc.n_train_tokens,
+        "training_pairs": bc.n_train_pairs,
+        "vocab_size": bc.vocab_size,
+        "prepare_s": time.perf_counter() - t0,
+    }
     results["corpora"][spec.name] = info
     log.info("corpus %s ready: %s", spec.name, info)
     ids_checked = False
@@ -189,14 +223,16 @@ def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool
                     out["cached_corpus"] = probe.cached
                     out["round_summary"] = _round_summary(out["rounds"])
                 elif name in systems.MLLIB_VARIANTS:
-                    out = systems.run_mllib(bc, name, spec.k, opts.mllib_passes, opts.alpha,
-                                            opts.seed)
+                    out = systems.run_mllib(
+                        bc, name, spec.k, opts.mllib_passes, opts.alpha, opts.seed
+                    )
                 elif name == "gensim-ldamulticore":
                     if not systems.gensim_available():
                         log.warning("gensim is not installed; skipping %s", name)
                         continue
-                    out = systems.run_gensim(bc, spec.k, opts.passes, opts.alpha, opts.seed,
-                                             opts.gensim_workers)
+                    out = systems.run_gensim(
+                        bc, spec.k, opts.passes, opts.alpha, opts.seed, opts.gensim_workers
+                    )
                 else:
                     raise UnknownSystem(f"Unknown system {name!r}; known: {default_systems()}")
             except (UnknownSystem, HeldoutMismatch):
@@ -210,8 +246,14 @@ def run_corpus(spark, spec: CorpusSpec, opts: Options, results: dict, keep: bool
             results["points"].extend(out["points"])
             if out["points"]:
                 last = out["points"][-1]
-                log.info("%s on %s: %.2f passes, %.1f s, held-out %.4f", name, spec.name,
-                         last["passes"], last["elapsed_s"], last["heldout_loglik"])
+                log.info(
+                    "%s on %s: %.2f passes, %.1f s, held-out %.4f",
+                    name,
+                    spec.name,
+                    last["passes"],
+                    last["elapsed_s"],
+                    last["heldout_loglik"],
+                )
     except BaseException:
         bc.unpersist()
         raise
@@ -255,23 +297,41 @@ def check_same_heldout(bc: BenchCorpus, probe: CorpusProbe, name: str, check_ids
     """
     n = probe.cached.get("heldout_documents")
     if n != bc.n_heldout_docs:
-        raise HeldoutMismatch(f"{name} on {bc.name}: fit held out {n} documents, the other "
-                              f"systems are scored on {bc.n_heldout_docs}")
+        raise HeldoutMismatch(
+            f"{name} on {bc.name}: fit held out {n} documents, the other "
+            f"systems are scored on {bc.n_heldout_docs}"
+        )
     if check_ids:
         if probe.heldout is None:
             raise HeldoutMismatch(f"{name} on {bc.name}: fit reported no held-out blocks")
         if heldout_ids(probe.heldout) != bc.heldout_ids:
-            raise HeldoutMismatch(f"{name} on {bc.name}: fit held out other documents than "
-                                  "the ones the other systems are scored on")
+            raise HeldoutMismatch(
+                f"{name} on {bc.name}: fit held out other documents than "
+                "the ones the other systems are scored on"
+            )
 
 
-def mode_params(bc: BenchCorpus, spec: CorpusSpec, opts: Options, algorithm: str,
-                overrides: dict | None = None, **fixed) -> TrainParams:
+def mode_params(
+    bc: BenchCorpus,
+    spec: CorpusSpec,
+    opts: Options,
+    algorithm: str,
+    overrides: dict | None = None,
+    **fixed,
+) -> TrainParams:
     """TrainParams of a sparklda fit on ``bc``: the run's settings, the system's
     overrides, ``fixed`` values, and the held-out documents of the benchmark."""
     check_overrides(opts.params, "--param")
-    values = {"algorithm": algorithm, "k": spec.k, "alpha": opts.alpha, "passes": opts.passes,
-              **opts.params, **(overrides or {}), **fixed, **bc.holdout_params()}
+    values = {
+        "algorithm": algorithm,
+        "k": spec.k,
+        "alpha": opts.alpha,
+        "passes": opts.passes,
+        **opts.params,
+        **(overrides or {}),
+        **fixed,
+        **bc.holdout_params(),
+    }
     return TrainParams(**values)
 
 
@@ -284,18 +344,35 @@ def run_mode(bc: BenchCorpus, name, spec, opts, probe: CorpusProbe, base=None, o
     t0 = time.perf_counter()
     result = fit(bc.sparklda_source(), params, callbacks=[probe])
     wall = time.perf_counter() - t0
-    points = [{"system": name, "corpus": bc.name, "k": spec.k, "passes": e["passes"],
-               "round": e["round"], "elapsed_s": e["elapsed_s"],
-               "heldout_loglik": e["heldout_loglik"], "perplexity": e["perplexity"],
-               "eval_s": e["eval_s"]} for e in result.evaluations]
-    return {"points": points, "rounds": result.rounds, "report": result.report,
-            "params": params.to_dict(), "wall_s": wall,
-            "broadcast_bytes": systems.broadcast_bytes(bc, params, result)}
+    points = [
+        {
+            "system": name,
+            "corpus": bc.name,
+            "k": spec.k,
+            "passes": e["passes"],
+            "round": e["round"],
+            "elapsed_s": e["elapsed_s"],
+            "heldout_loglik": e["heldout_loglik"],
+            "perplexity": e["perplexity"],
+            "eval_s": e["eval_s"],
+        }
+        for e in result.evaluations
+    ]
+    return {
+        "points": points,
+        "rounds": result.rounds,
+        "report": result.report,
+        "params": params.to_dict(),
+        "wall_s": wall,
+        "broadcast_bytes": systems.broadcast_bytes(bc, params, result),
+    }
 
 
 def _pass_points(result):
-    return [{"passes": e["passes"], "elapsed_s": e["elapsed_s"],
-             "heldout_loglik": e["heldout_loglik"]} for e in result.evaluations]
+    return [
+        {"passes": e["passes"], "elapsed_s": e["elapsed_s"], "heldout_loglik": e["heldout_loglik"]}
+        for e in result.evaluations
+    ]
 
 
 def run_sweep(spark, spec: CorpusSpec, opts: Options, results: dict, bc=None):
@@ -308,19 +385,25 @@ def run_sweep(spark, spec: CorpusSpec, opts: Options, results: dict, bc=None):
     try:
         for mb in opts.sweep_minibatch:
             mb = int(mb) or bc.n_train_docs
-            params = mode_params(bc, spec, opts, "scvb0", passes=opts.sweep_passes,
-                                 minibatch_size=int(mb))
+            params = mode_params(
+                bc, spec, opts, "scvb0", passes=opts.sweep_passes, minibatch_size=int(mb)
+            )
             params.eval_every = math.ceil(bc.n_train_docs / int(mb))  # every pass boundary
             result = fit(bc.sparklda_source(), params)
             final = result.evaluations[-1]
-            row = {"corpus": spec.name, "k": spec.k, "minibatch_size": int(mb),
-                   "parts_per_slice": result.report["corpus"]["parts_per_slice"],
-                   "rounds_per_pass": result.report["corpus"]["slices"],
-                   "passes": final["passes"], "train_s": result.report["train_seconds"],
-                   "build_s": result.report["corpus_build_seconds"],
-                   "heldout_loglik": final["heldout_loglik"],
-                   "per_pass": _pass_points(result),
-                   **_round_summary(result.rounds)}
+            row = {
+                "corpus": spec.name,
+                "k": spec.k,
+                "minibatch_size": int(mb),
+                "parts_per_slice": result.report["corpus"]["parts_per_slice"],
+                "rounds_per_pass": result.report["corpus"]["slices"],
+                "passes": final["passes"],
+                "train_s": result.report["train_seconds"],
+                "build_s": result.report["corpus_build_seconds"],
+                "heldout_loglik": final["heldout_loglik"],
+                "per_pass": _pass_points(result),
+                **_round_summary(result.rounds),
+            }
             rows.append(row)
             log.info("sweep %s: %s", mb, row)
     finally:
@@ -346,11 +429,24 @@ def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None
         for r in opts.scaling_replicas:
             r = int(r)
             reuse = base is not None and r == 1
-            prepared[r] = (base if reuse else
-                           prepare(spark, spec.name, spec.path, spec.heldout_count,
-                                   seed=opts.seed, replicate=r), reuse)
-        params = TrainParams(**{"algorithm": "scvb0", "k": spec.k, "alpha": opts.alpha,
-                                **opts.params, "passes": 1, "seed": opts.seed})
+            prepared[r] = (
+                base
+                if reuse
+                else prepare(
+                    spark, spec.name, spec.path, spec.heldout_count, seed=opts.seed, replicate=r
+                ),
+                reuse,
+            )
+        params = TrainParams(
+            **{
+                "algorithm": "scvb0",
+                "k": spec.k,
+                "alpha": opts.alpha,
+                **opts.params,
+                "passes": 1,
+                "seed": opts.seed,
+            }
+        )
         for _ in range(max(1, opts.scaling_repeats)):
             for r, (bc, _reuse) in prepared.items():
                 result = fit(bc.training_source(), params)
@@ -360,16 +456,24 @@ def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None
             bc = prepared[r][0]
             rounds = [x for res in results_r for x in res.rounds[1:]]
             summ = _round_summary(rounds, skip_first=0)
-            rows.append({"corpus": spec.name, "k": spec.k, "replicas": r,
-                         "training_documents": bc.n_train_docs,
-                         "minibatch_size": params.minibatch_size,
-                         "rounds_per_pass": results_r[0].report["corpus"]["slices"],
-                         "repeats": len(results_r), "rounds_measured": len(rounds),
-                         "median_round_s": summ.get("round_s"),
-                         "median_job_s": float(np.median([x["job_s"] for x in rounds])),
-                         "median_kernel_s": summ.get("kernel_s"),
-                         "build_s": float(np.median([x.report["corpus_build_seconds"]
-                                                     for x in results_r]))})
+            rows.append(
+                {
+                    "corpus": spec.name,
+                    "k": spec.k,
+                    "replicas": r,
+                    "training_documents": bc.n_train_docs,
+                    "minibatch_size": params.minibatch_size,
+                    "rounds_per_pass": results_r[0].report["corpus"]["slices"],
+                    "repeats": len(results_r),
+                    "rounds_measured": len(rounds),
+                    "median_round_s": summ.get("round_s"),
+                    "median_job_s": float(np.median([x["job_s"] for x in rounds])),
+                    "median_kernel_s": summ.get("kernel_s"),
+                    "build_s": float(
+                        np.median([x.report["corpus_build_seconds"] for x in results_r])
+                    ),
+                }
+            )
             log.info("scaling ×%s: %s", r, rows[-1])
     finally:
         for bc, reuse in prepared.values():
@@ -379,12 +483,17 @@ def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None
 
 
 def run_kernel(opts: Options, results: dict):
-    results["kernel"] = kernel.run(ks=opts.kernel_ks, repeats=opts.kernel_repeats,
-                                   n_docs=opts.kernel_docs)
+    results["kernel"] = kernel.run(
+        ks=opts.kernel_ks, repeats=opts.kernel_repeats, n_docs=opts.kernel_docs
+    )
     for r in results["kernel"]:
-        log.info("kernel K=%d %s: %.3g topic-updates/s (ceiling %.3g)", r["k"], r["dtype"],
-                 r["kernel_updates_per_s"], r["ceiling_updates_per_s"])
-
+        log.info(
+            "kernel K=%d %s: %.3g topic-updates/s (ceiling %.3g)",
+            r["k"],
+            r["dtype"],
+            r["kernel_updates_per_s"],
+            r["ceiling_updates_per_s"],
+        )
 
 
 #: Random streams of the floor's block layout (its own; any seeded hash of the
@@ -393,8 +502,9 @@ FLOOR_STREAM_SLICE = 101
 FLOOR_STREAM_PART = 102
 
 
-def floor_layout(docs_rdd, n_docs: int, minibatch_size: int, parts_per_slice: int, seed: int,
-                 dtype):
+def floor_layout(
+    docs_rdd, n_docs: int, minibatch_size: int, parts_per_slice: int, seed: int, dtype
+):
     """Training documents as cached DocBlocks laid out the way sparklda lays out a
     corpus: ``ceil(n_docs / minibatch_size)`` slices of ``parts_per_slice``
     partitions, each document placed by a seeded hash of its id, one block per
@@ -407,18 +517,23 @@ def floor_layout(docs_rdd, n_docs: int, minibatch_size: int, parts_per_slice: in
         if not batch:
             return iter(())
         ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-        s = np.minimum((uniform_per_doc(seed, FLOOR_STREAM_SLICE, ids) * n_slices)
-                       .astype(np.int64), n_slices - 1)
-        i = np.minimum((uniform_per_doc(seed, FLOOR_STREAM_PART, ids) * p).astype(np.int64),
-                       p - 1)
+        s = np.minimum(
+            (uniform_per_doc(seed, FLOOR_STREAM_SLICE, ids) * n_slices).astype(np.int64),
+            n_slices - 1,
+        )
+        i = np.minimum((uniform_per_doc(seed, FLOOR_STREAM_PART, ids) * p).astype(np.int64), p - 1)
         return ((int(s[j] * p + i[j]), d) for j, d in enumerate(batch))
 
     def make_block(it):
         yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
 
-    blocks = (docs_rdd.mapPartitions(assign).partitionBy(n_slices * p, lambda x: x)
-              .mapPartitions(make_block, preservesPartitioning=True)
-              .setName("benchmark floor blocks").persist(StorageLevel.MEMORY_ONLY))
+    blocks = (
+        docs_rdd.mapPartitions(assign)
+        .partitionBy(n_slices * p, lambda x: x)
+        .mapPartitions(make_block, preservesPartitioning=True)
+        .setName("benchmark floor blocks")
+        .persist(StorageLevel.MEMORY_ONLY)
+    )
     return blocks, n_slices
 
 
@@ -427,7 +542,7 @@ def floor_task(bc, k: int, dtype):
     return zero rows of K values for the block's terms (the real result's size)."""
 
     def run(blocks):
-        terms, rows, scale, inv_nz = bc.value  # read, as the real task does
+        _terms, _rows, _scale, _inv_nz = bc.value  # read, as the real task does
         for block in blocks:
             if block.n_docs == 0:
                 continue
@@ -448,8 +563,9 @@ def merge_rows(parts, k: int):
     return terms[starts], np.add.reduceat(rows, starts, axis=0)
 
 
-def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc: BenchCorpus,
-              passes: int = 2):
+def run_floor(
+    spark, spec: CorpusSpec, opts: Options, results: dict, bc: BenchCorpus, passes: int = 2
+):
     """Spark's share of an SCVB0 round at the default settings, without the kernel.
 
     Rounds of an SCVB0 round's shape, rebuilt from the public API rather than
@@ -468,17 +584,20 @@ def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc: BenchCo
     """
     sc = spark.sparkContext
     check_overrides(opts.params, "--param")
-    params = TrainParams(**{"algorithm": "scvb0", "k": spec.k, "alpha": opts.alpha,
-                            **opts.params, "seed": opts.seed})
+    params = TrainParams(
+        **{"algorithm": "scvb0", "k": spec.k, "alpha": opts.alpha, **opts.params, "seed": opts.seed}
+    )
     k, dtype, seed = params.k, np.dtype(params.dtype), params.seed
     p = params.parts_per_slice or sc.defaultParallelism
-    blocks, n_slices = floor_layout(bc.training_source().rdd, bc.n_train_docs,
-                                    params.minibatch_size, p, seed, dtype)
+    blocks, n_slices = floor_layout(
+        bc.training_source().rdd, bc.n_train_docs, params.minibatch_size, p, seed, dtype
+    )
     rows = []
     try:
         part_terms = blocks.map(lambda b: b.terms).collect()  # one block per partition
-        terms_of_slice = [np.unique(np.concatenate(part_terms[s * p:(s + 1) * p]))
-                       for s in range(n_slices)]
+        terms_of_slice = [
+            np.unique(np.concatenate(part_terms[s * p : (s + 1) * p])) for s in range(n_slices)
+        ]
         topic_word = np.ones((bc.vocab_size, k), dtype=dtype)
         inv_nz = np.ones(k, dtype=dtype)
         for t in range(passes * n_slices):
@@ -496,17 +615,33 @@ def run_floor(spark, spec: CorpusSpec, opts: Options, results: dict, bc: BenchCo
             r3 = time.perf_counter()
             b.destroy()
             r4 = time.perf_counter()
-            rows.append({"round": t + 1, "broadcast_s": r1 - r0, "job_s": r2 - r1,
-                         "merge_s": r3 - r2, "destroy_s": r4 - r3, "round_s": r4 - r0,
-                         "broadcast_bytes": int(terms.nbytes + value[1].nbytes
-                                                + inv_nz.nbytes + 8)})
+            rows.append(
+                {
+                    "round": t + 1,
+                    "broadcast_s": r1 - r0,
+                    "job_s": r2 - r1,
+                    "merge_s": r3 - r2,
+                    "destroy_s": r4 - r3,
+                    "round_s": r4 - r0,
+                    "broadcast_bytes": int(terms.nbytes + value[1].nbytes + inv_nz.nbytes + 8),
+                }
+            )
     finally:
         blocks.unpersist()
     rr = rows[n_slices:] if len(rows) > n_slices else rows
-    med = {key: float(np.median([r[key] for r in rr]))
-           for key in ("round_s", "broadcast_s", "job_s", "merge_s", "destroy_s",
-                       "broadcast_bytes")}
-    results["floor"] = {"method": "public-api", "corpus": spec.name, "k": spec.k,
-                        "minibatch_size": params.minibatch_size, "parts_per_slice": p,
-                        "slices": n_slices, "rounds_measured": len(rr), **med, "rounds": rows}
+    med = {
+        key: float(np.median([r[key] for r in rr]))
+        for key in ("round_s", "broadcast_s", "job_s", "merge_s", "destroy_s", "broadcast_bytes")
+    }
+    results["floor"] = {
+        "method": "public-api",
+        "corpus": spec.name,
+        "k": spec.k,
+        "minibatch_size": params.minibatch_size,
+        "parts_per_slice": p,
+        "slices": n_slices,
+        "rounds_measured": len(rr),
+        **med,
+        "rounds": rows,
+    }
     log.info("round floor on %s: %s", spec.name, med)

@@ -41,8 +41,7 @@ log = logging.getLogger("benchmarks")
 #: shorter learning-rate offset, so early minibatches weigh more.
 MLLIB_VARIANTS = {
     "mllib-online-default": {},
-    "mllib-online-tuned": {"subsamplingRate": 0.2, "learningOffset": 10.0,
-                           "learningDecay": 0.51},
+    "mllib-online-tuned": {"subsamplingRate": 0.2, "learningOffset": 10.0, "learningDecay": 0.51},
 }
 
 
@@ -69,17 +68,20 @@ def broadcast_bytes(bcorpus, params, result) -> dict:
         return {}
     rpp = max(1, math.ceil(bcorpus.n_train_docs / params.minibatch_size))
     first, later = sizes[:rpp], sizes[rpp:]
-    return {"first_pass_median": float(np.median(first)),
-            "later_median": float(np.median(later)) if later else None,
-            "max": float(np.max(sizes))}
+    return {
+        "first_pass_median": float(np.median(first)),
+        "later_median": float(np.median(later)) if later else None,
+        "max": float(np.max(sizes)),
+    }
 
 
 def _mllib_model_phi(model) -> np.ndarray:
     return normalize_topics(model.topicsMatrix().toArray())
 
 
-def run_mllib(bcorpus, variant: str, k: int, pass_points, alpha: float = 0.1,
-              seed: int = 0) -> dict:
+def run_mllib(
+    bcorpus, variant: str, k: int, pass_points, alpha: float = 0.1, seed: int = 0
+) -> dict:
     """Fit ``pyspark.ml.clustering.LDA`` (online) once per number of passes."""
     from pyspark.ml.clustering import LDA
 
@@ -87,25 +89,44 @@ def run_mllib(bcorpus, variant: str, k: int, pass_points, alpha: float = 0.1,
     rate = float(settings.get("subsamplingRate", 0.05))
     points, fits = [], []
     for p in sorted(set(float(x) for x in pass_points)):
-        max_iter = max(1, int(round(p / rate)))
-        lda = LDA(k=k, maxIter=max_iter, seed=seed, optimizer="online",
-                  featuresCol="features", **settings)
+        max_iter = max(1, round(p / rate))
+        lda = LDA(
+            k=k, maxIter=max_iter, seed=seed, optimizer="online", featuresCol="features", **settings
+        )
         t0 = time.perf_counter()
         model = lda.fit(bcorpus.train_df)
         elapsed = time.perf_counter() - t0
         phi = _mllib_model_phi(model)
         score = _score(bcorpus, phi, alpha)
         est_alpha = float(np.mean(model.estimatedDocConcentration().toArray()))
-        points.append({"system": variant, "corpus": bcorpus.name, "k": k,
-                       "passes": max_iter * rate, "round": max_iter, "elapsed_s": elapsed,
-                       "heldout_loglik": score["heldout_loglik"],
-                       "perplexity": score["perplexity"], "eval_s": score["eval_s"],
-                       "mllib_estimated_alpha": est_alpha})
+        points.append(
+            {
+                "system": variant,
+                "corpus": bcorpus.name,
+                "k": k,
+                "passes": max_iter * rate,
+                "round": max_iter,
+                "elapsed_s": elapsed,
+                "heldout_loglik": score["heldout_loglik"],
+                "perplexity": score["perplexity"],
+                "eval_s": score["eval_s"],
+                "mllib_estimated_alpha": est_alpha,
+            }
+        )
         fits.append({"max_iter": max_iter, "seconds": elapsed})
-        log.info("%s: %.2f passes (%d iterations) in %.1f s: held-out %.4f", variant,
-                 max_iter * rate, max_iter, elapsed, score["heldout_loglik"])
-    return {"points": points, "settings": {"optimizer": "online", "subsamplingRate": rate,
-                                           **settings}, "fits": fits}
+        log.info(
+            "%s: %.2f passes (%d iterations) in %.1f s: held-out %.4f",
+            variant,
+            max_iter * rate,
+            max_iter,
+            elapsed,
+            score["heldout_loglik"],
+        )
+    return {
+        "points": points,
+        "settings": {"optimizer": "online", "subsamplingRate": rate, **settings},
+        "fits": fits,
+    }
 
 
 def gensim_available() -> bool:
@@ -116,8 +137,9 @@ def gensim_available() -> bool:
     return True
 
 
-def run_gensim(bcorpus, k: int, passes: int, alpha: float = 0.1, seed: int = 0,
-               workers: int = 1) -> dict:
+def run_gensim(
+    bcorpus, k: int, passes: int, alpha: float = 0.1, seed: int = 0, workers: int = 1
+) -> dict:
     """gensim ``LdaMulticore`` on the same training documents, scored after each pass.
 
     The documents are collected to the driver first (not timed). Training is
@@ -126,15 +148,27 @@ def run_gensim(bcorpus, k: int, passes: int, alpha: float = 0.1, seed: int = 0,
     """
     from gensim.models import LdaMulticore
 
-    docs = bcorpus.train_df.select("features").rdd.map(
-        lambda r: list(zip(r[0].indices.tolist(), r[0].values.tolist()))).collect()
-    id2word = {i: (bcorpus.vocab[i] if bcorpus.vocab else str(i))
-               for i in range(bcorpus.vocab_size)}
+    docs = (
+        bcorpus.train_df.select("features")
+        .rdd.map(lambda r: list(zip(r[0].indices.tolist(), r[0].values.tolist(), strict=False)))
+        .collect()
+    )
+    id2word = {
+        i: (bcorpus.vocab[i] if bcorpus.vocab else str(i)) for i in range(bcorpus.vocab_size)
+    }
     points = []
     elapsed = 0.0
     t0 = time.perf_counter()
-    model = LdaMulticore(corpus=None, id2word=id2word, num_topics=k, workers=workers,
-                         random_state=seed, alpha=alpha, eta=0.01, chunksize=2000)
+    model = LdaMulticore(
+        corpus=None,
+        id2word=id2word,
+        num_topics=k,
+        workers=workers,
+        random_state=seed,
+        alpha=alpha,
+        eta=0.01,
+        chunksize=2000,
+    )
     elapsed += time.perf_counter() - t0
     for p in range(1, passes + 1):
         t0 = time.perf_counter()
@@ -142,8 +176,17 @@ def run_gensim(bcorpus, k: int, passes: int, alpha: float = 0.1, seed: int = 0,
         elapsed += time.perf_counter() - t0
         phi = normalize_topics(model.get_topics(), topic_axis=0)
         score = _score(bcorpus, phi, alpha)
-        points.append({"system": "gensim-ldamulticore", "corpus": bcorpus.name, "k": k,
-                       "passes": float(p), "round": p, "elapsed_s": elapsed,
-                       "heldout_loglik": score["heldout_loglik"],
-                       "perplexity": score["perplexity"], "eval_s": score["eval_s"]})
+        points.append(
+            {
+                "system": "gensim-ldamulticore",
+                "corpus": bcorpus.name,
+                "k": k,
+                "passes": float(p),
+                "round": p,
+                "elapsed_s": elapsed,
+                "heldout_loglik": score["heldout_loglik"],
+                "perplexity": score["perplexity"],
+                "eval_s": score["eval_s"],
+            }
+        )
     return {"points": points, "settings": {"workers": workers, "chunksize": 2000}}

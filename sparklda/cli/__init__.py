@@ -20,8 +20,10 @@ COMMANDS = {
     "compare": (compare.main, "train every mode on one corpus and compare them"),
 }
 
-USAGE = "usage: sparklda {train,infer,compare} [options]  (sparklda COMMAND --help)\n\n" + "\n".join(
-    f"  {name:<8} {text}" for name, (_, text) in COMMANDS.items())
+USAGE = (
+    "usage: sparklda {train,infer,compare} [options]  (sparklda COMMAND --help)\n\n"
+    + "\n".join(f"  {name:<8} {text}" for name, (_, text) in COMMANDS.items())
+)
 
 
 def main(argv=None) -> int:
@@ -35,8 +37,10 @@ def main(argv=None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
-        print(f"{USAGE}\n\nerror: unknown command {command!r}; choose from {list(COMMANDS)}",
-              file=sys.stderr)
+        print(
+            f"{USAGE}\n\nerror: unknown command {command!r}; choose from {list(COMMANDS)}",
+            file=sys.stderr,
+        )
         return 2
     return COMMANDS[command][0](rest, prog=f"sparklda {command}")
 

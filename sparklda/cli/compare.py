@@ -52,24 +52,43 @@ MODES = {
 
 def parser(prog: str | None = None):
     p = base_parser(DESCRIPTION, prog)
-    p.add_argument("--data", default=SAMPLE,
-                   help="folder with docword.txt[.gz] and vocab.txt (UCI bag of words); "
-                        "default: the KOS corpus shipped in the package")
-    p.add_argument("--modes", default=",".join(MODES),
-                   help=f"comma-separated, from {list(MODES)}")
+    p.add_argument(
+        "--data",
+        default=SAMPLE,
+        help="folder with docword.txt[.gz] and vocab.txt (UCI bag of words); "
+        "default: the KOS corpus shipped in the package",
+    )
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, from {list(MODES)}")
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--alpha", type=float, default=0.1)
     p.add_argument("--eta", type=float, default=0.01)
-    p.add_argument("--passes", type=int, default=20,
-                   help="passes (SCVB0, SVB) or iterations (CVB0, CVB, batch VB)")
-    p.add_argument("--minibatch-size", type=int, default=1000,
-                   help="documents per round of SCVB0 and SVB (the corpus's slice size; CVB0 "
-                        "and CVB sweep every slice each iteration)")
-    p.add_argument("--heldout-count", type=int, default=430,
-                   help="documents held out for evaluation (0: no evaluation)")
+    p.add_argument(
+        "--passes",
+        type=int,
+        default=20,
+        help="passes (SCVB0, SVB) or iterations (CVB0, CVB, batch VB)",
+    )
+    p.add_argument(
+        "--minibatch-size",
+        type=int,
+        default=1000,
+        help="documents per round of SCVB0 and SVB (the corpus's slice size; CVB0 "
+        "and CVB sweep every slice each iteration)",
+    )
+    p.add_argument(
+        "--heldout-count",
+        type=int,
+        default=430,
+        help="documents held out for evaluation (0: no evaluation)",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TrainParams value for every mode (a TOML literal)")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TrainParams value for every mode (a TOML literal)",
+    )
     p.add_argument("--out", help="write the rows and the command line as JSON here")
     return p
 
@@ -97,11 +116,18 @@ def plan(args) -> list[tuple[str, TrainParams]]:
         if not sep or not key.strip():
             raise ConfigError(f"--param expects KEY=VALUE, got {item!r}.")
         extra[key.strip()] = parse_value(value.strip())
-    base = {"k": args.k, "alpha": args.alpha, "eta": args.eta, "passes": args.passes,
-            "minibatch_size": args.minibatch_size, "heldout_count": args.heldout_count,
-            "seed": args.seed}
-    return [(name, TrainParams.from_dict({**base, **MODES[name], **extra}).validate())
-            for name in names]
+    base = {
+        "k": args.k,
+        "alpha": args.alpha,
+        "eta": args.eta,
+        "passes": args.passes,
+        "minibatch_size": args.minibatch_size,
+        "heldout_count": args.heldout_count,
+        "seed": args.seed,
+    }
+    return [
+        (name, TrainParams.from_dict({**base, **MODES[name], **extra}).validate()) for name in names
+    ]
 
 
 def run(spark, args, modes=None) -> list[dict]:
@@ -115,18 +141,28 @@ def run(spark, args, modes=None) -> list[dict]:
         result = fit(source, params)
         wall = time.perf_counter() - t0
         final = result.evaluations[-1] if result.evaluations else {}
-        rows.append({
-            "mode": name, "rounds": result.report["rounds"],
-            "passes": result.rounds[-1]["passes"] if result.rounds else 0,
-            "heldout_loglik": final.get("heldout_loglik"), "perplexity": final.get("perplexity"),
-            "heldout_documents": final.get("heldout_documents", 0),
-            "train_seconds": result.report["train_seconds"],
-            "corpus_seconds": result.report["corpus_build_seconds"], "wall_seconds": wall,
-            "params": params.to_dict(), "mode_report": result.report["mode"],
-        })
+        rows.append(
+            {
+                "mode": name,
+                "rounds": result.report["rounds"],
+                "passes": result.rounds[-1]["passes"] if result.rounds else 0,
+                "heldout_loglik": final.get("heldout_loglik"),
+                "perplexity": final.get("perplexity"),
+                "heldout_documents": final.get("heldout_documents", 0),
+                "train_seconds": result.report["train_seconds"],
+                "corpus_seconds": result.report["corpus_build_seconds"],
+                "wall_seconds": wall,
+                "params": params.to_dict(),
+                "mode_report": result.report["mode"],
+            }
+        )
         if final:
-            log.info("%s: held-out %.4f nats/token, %.1f s", name, final["heldout_loglik"],
-                     result.report["train_seconds"])
+            log.info(
+                "%s: held-out %.4f nats/token, %.1f s",
+                name,
+                final["heldout_loglik"],
+                result.report["train_seconds"],
+            )
         else:
             log.info("%s: %.1f s (nothing held out)", name, result.report["train_seconds"])
     return rows
@@ -137,13 +173,19 @@ def _fmt(value, spec: str) -> str:
 
 
 def format_table(rows) -> str:
-    lines = [("| mode | passes / iterations | held-out log-lik. per token | perplexity | "
-              "train s | corpus s | wall s |"),
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        (
+            "| mode | passes / iterations | held-out log-lik. per token | perplexity | "
+            "train s | corpus s | wall s |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['passes']:g} | {_fmt(r['heldout_loglik'], '.4f')} | "
-                     f"{_fmt(r['perplexity'], '.1f')} | {r['train_seconds']:.1f} | "
-                     f"{r['corpus_seconds']:.1f} | {r['wall_seconds']:.1f} |")
+        lines.append(
+            f"| {r['mode']} | {r['passes']:g} | {_fmt(r['heldout_loglik'], '.4f')} | "
+            f"{_fmt(r['perplexity'], '.1f')} | {r['train_seconds']:.1f} | "
+            f"{r['corpus_seconds']:.1f} | {r['wall_seconds']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -169,17 +211,21 @@ def main(argv=None, prog: str | None = None) -> int:
         return error(e)
     finally:
         spark.stop()
-    command = " ".join([os.path.basename(sys.argv[0])] + list(sys.argv[1:] if argv is None
-                                                                 else argv))
+    command = " ".join(
+        [os.path.basename(sys.argv[0])] + list(sys.argv[1:] if argv is None else argv)
+    )
     heldout = rows[0]["heldout_documents"] if rows else 0
-    print(f"\n{command}\nK={args.k}, alpha={args.alpha}, eta={args.eta}, "
-          f"minibatch {args.minibatch_size}, "
-          f"{heldout or 'no'} held-out documents, seed {args.seed}, master {master}\n")
+    print(
+        f"\n{command}\nK={args.k}, alpha={args.alpha}, eta={args.eta}, "
+        f"minibatch {args.minibatch_size}, "
+        f"{heldout or 'no'} held-out documents, seed {args.seed}, master {master}\n"
+    )
     print(format_table(rows))
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"command": command, "master": master, "rows": rows}, f, indent=1,
-                      default=str)
+            json.dump(
+                {"command": command, "master": master, "rows": rows}, f, indent=1, default=str
+            )
     return 0
 
 

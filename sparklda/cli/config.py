@@ -29,8 +29,11 @@ class ConfigError(ParamError):
 
 def shipped_configs() -> list[str]:
     """Names of the example configurations shipped in the package (``local``, ``cluster``...)."""
-    return sorted(p.name[:-len(".toml")] for p in files("sparklda").joinpath("conf").iterdir()
-                  if p.name.endswith(".toml"))
+    return sorted(
+        p.name[: -len(".toml")]
+        for p in files("sparklda").joinpath("conf").iterdir()
+        if p.name.endswith(".toml")
+    )
 
 
 def shipped_config(name: str) -> bytes:
@@ -61,11 +64,13 @@ def parse_key(text: str) -> list[str]:
     try:
         node = tomllib.loads(f"{text} = 0")
     except tomllib.TOMLDecodeError:
-        raise ConfigError(f"--set: {text!r} is not a TOML key such as training.k or "
-                          f"spark.conf.\"spark.executor.memory\".") from None
+        raise ConfigError(
+            f"--set: {text!r} is not a TOML key such as training.k or "
+            f'spark.conf."spark.executor.memory".'
+        ) from None
     parts = []
     while isinstance(node, dict):
-        (key, node), = node.items()
+        ((key, node),) = node.items()
         parts.append(key)
     return parts
 
@@ -88,13 +93,17 @@ def apply_override(cfg: dict, item: str) -> None:
     for i, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            where = ".".join(parts[:i + 1])
-            raise ConfigError(f"--set {item!r}: {where} is a value ({child!r}), not a table, "
-                              f"so it has no key {parts[i + 1]!r}.")
+            where = ".".join(parts[: i + 1])
+            raise ConfigError(
+                f"--set {item!r}: {where} is a value ({child!r}), not a table, "
+                f"so it has no key {parts[i + 1]!r}."
+            )
         node = child
     if isinstance(node.get(parts[-1]), dict):
-        raise ConfigError(f"--set {item!r}: {'.'.join(parts)} is a table; set one of its keys "
-                          f"({sorted(node[parts[-1]])}).")
+        raise ConfigError(
+            f"--set {item!r}: {'.'.join(parts)} is a table; set one of its keys "
+            f"({sorted(node[parts[-1]])})."
+        )
     node[parts[-1]] = parse_value(value.strip())
 
 
@@ -104,8 +113,10 @@ def apply_conf_set(cfg: dict, item: str) -> None:
     key, sep, value = item.partition("=")
     key = key.strip()
     if not sep or not key or any(c.isspace() for c in key):
-        raise ConfigError(f"--conf-set expects PROPERTY=VALUE (a Spark property such as "
-                          f"spark.executor.memory=2g), got {item!r}.")
+        raise ConfigError(
+            f"--conf-set expects PROPERTY=VALUE (a Spark property such as "
+            f"spark.executor.memory=2g), got {item!r}."
+        )
     spark = cfg.setdefault("spark", {})
     if not isinstance(spark, dict):
         raise ConfigError(f"--conf-set {item!r}: spark is a value, not a table.")
@@ -121,8 +132,10 @@ def load_config(path: str | None, overrides=(), conf_sets=()) -> dict:
     cfg: dict = {}
     if path:
         if not os.path.exists(path):
-            raise ConfigError(f"configuration file {path!r} does not exist (the shipped examples "
-                              f"{shipped_configs()} are printed by --print-config NAME).")
+            raise ConfigError(
+                f"configuration file {path!r} does not exist (the shipped examples "
+                f"{shipped_configs()} are printed by --print-config NAME)."
+            )
         if os.path.isdir(path):
             raise ConfigError(f"configuration file {path!r} is a directory.")
         with open(path, "rb") as f:
@@ -152,19 +165,27 @@ def _param_kind(name: str) -> str:
     return BOOL if isinstance(_PARAM_FIELDS[name].default, bool) else PARAM
 
 
-INPUT = {"format": STR, "docword": STR, "vocab": STR, "path": STR, "text_col": STR,
-         "id_col": STR, "features_col": STR, "vocab_size": INT, "min_df": NUMBER,
-         "max_df": NUMBER, "min_token_length": INT}
+INPUT = {
+    "format": STR,
+    "docword": STR,
+    "vocab": STR,
+    "path": STR,
+    "text_col": STR,
+    "id_col": STR,
+    "features_col": STR,
+    "vocab_size": INT,
+    "min_df": NUMBER,
+    "max_df": NUMBER,
+    "min_token_length": INT,
+}
 #: table -> key -> kind (a nested dict is a sub-table's schema)
 SCHEMA: dict[str, dict] = {
-    "spark": {"master": STR, "app_name": STR, "log_level": STR, "ship_package": BOOL,
-              "conf": CONF},
+    "spark": {"master": STR, "app_name": STR, "log_level": STR, "ship_package": BOOL, "conf": CONF},
     "input": INPUT,
     "training": {**{name: _param_kind(name) for name in _PARAM_FIELDS}, "initial_model": STR},
     "evaluation": {name: _param_kind(name) for name in EVALUATION_KEYS},
     "output": {"model": STR, "metrics": STR, "overwrite": BOOL, "top_terms": INT},
-    "infer": {"model": STR, "output": STR, "overwrite": BOOL, "vector_type": STR,
-              "input": INPUT},
+    "infer": {"model": STR, "output": STR, "overwrite": BOOL, "vector_type": STR, "input": INPUT},
 }
 
 
@@ -191,8 +212,10 @@ def _check_value(key: str, kind: str, value) -> None:
         hint = ""
         if isinstance(value, str) and value.lower() in ("true", "false"):
             hint = f" On the command line write --set {key}={value.lower()}."
-        raise ConfigError(f"{key} must be a TOML boolean (true or false); got {value!r} "
-                          f"({_type_name(value)}).{hint}")
+        raise ConfigError(
+            f"{key} must be a TOML boolean (true or false); got {value!r} "
+            f"({_type_name(value)}).{hint}"
+        )
     if kind == STR and not isinstance(value, str):
         raise ConfigError(f"{key} must be a string; got {value!r} ({_type_name(value)}).")
     if kind == INT and (isinstance(value, bool) or not isinstance(value, int)):
@@ -221,8 +244,10 @@ def flatten_spark_conf(conf) -> dict[str, str]:
             elif isinstance(v, (str, int, float)):
                 out[name] = str(v)
             else:
-                raise ConfigError(f"spark.conf.\"{name}\" must be a string, number or boolean; "
-                                  f"got {v!r} ({_type_name(v)}).")
+                raise ConfigError(
+                    f'spark.conf."{name}" must be a string, number or boolean; '
+                    f"got {v!r} ({_type_name(v)})."
+                )
 
     walk("", conf)
     return out
@@ -233,8 +258,10 @@ def _check_table(prefix: str, schema: dict, table) -> None:
         raise ConfigError(f"[{prefix}] must be a table; got {prefix} = {table!r}.")
     unknown = sorted(set(table) - set(schema))
     if unknown:
-        raise ConfigError(f"Unknown key(s) {[f'{prefix}.{k}' for k in unknown]} in [{prefix}]; "
-                          f"known keys: {sorted(schema)}.")
+        raise ConfigError(
+            f"Unknown key(s) {[f'{prefix}.{k}' for k in unknown]} in [{prefix}]; "
+            f"known keys: {sorted(schema)}."
+        )
     for key, value in table.items():
         kind = schema[key]
         name = f"{prefix}.{key}"
@@ -246,16 +273,17 @@ def _check_table(prefix: str, schema: dict, table) -> None:
             _check_value(name, kind, value)
 
 
-INPUT_FORMATS = {"uci": ("docword",), "text": ("path",), "json": ("path",),
-                 "parquet": ("path",)}
+INPUT_FORMATS = {"uci": ("docword",), "text": ("path",), "json": ("path",), "parquet": ("path",)}
 LOG_LEVELS = ("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN")
 
 
 def _check_input(prefix: str, table: dict) -> None:
     fmt = table.get("format", "uci")
     if fmt not in INPUT_FORMATS:
-        raise ConfigError(f"The '{prefix}.format' parameter must be one of "
-                          f"{list(INPUT_FORMATS)}. Got {fmt!r} instead.")
+        raise ConfigError(
+            f"The '{prefix}.format' parameter must be one of "
+            f"{list(INPUT_FORMATS)}. Got {fmt!r} instead."
+        )
     for key in INPUT_FORMATS[fmt]:
         if not table.get(key):
             raise ConfigError(f"{prefix}.format = {fmt!r} needs {prefix}.{key}.")
@@ -271,16 +299,20 @@ def check_config(cfg: dict, tables=tuple(SCHEMA)) -> dict:
         _check_table(name, SCHEMA[name], table)
     level = cfg.get("spark", {}).get("log_level", "WARN")
     if level.upper() not in LOG_LEVELS:
-        raise ConfigError(f"The 'spark.log_level' parameter must be one of {list(LOG_LEVELS)}. "
-                          f"Got {level!r} instead.")
+        raise ConfigError(
+            f"The 'spark.log_level' parameter must be one of {list(LOG_LEVELS)}. "
+            f"Got {level!r} instead."
+        )
     if cfg.get("input"):
         _check_input("input", cfg["input"])
     if cfg.get("infer", {}).get("input"):
         _check_input("infer.input", cfg["infer"]["input"])
     both = sorted(set(cfg.get("training", {})) & set(cfg.get("evaluation", {})))
     if both:
-        raise ConfigError(f"{[f'training.{k}' for k in both]} and "
-                          f"{[f'evaluation.{k}' for k in both]} are both set; keep one.")
+        raise ConfigError(
+            f"{[f'training.{k}' for k in both]} and "
+            f"{[f'evaluation.{k}' for k in both]} are both set; keep one."
+        )
     return cfg
 
 
@@ -291,9 +323,10 @@ def train_params(cfg: dict) -> TrainParams:
 
 
 def input_settings(table: dict) -> dict:
-    """An ``[input]`` table with ``sample:`` paths resolved to the shipped corpus."""
+    """The ``[input]`` table; ``sample:`` paths of UCI files stay as they are (the
+    reader reads the shipped corpus on the driver and distributes it), other
+    ``sample:`` paths are resolved to the shipped file."""
     out = dict(table)
-    for key in ("docword", "vocab", "path"):
-        if out.get(key) is not None:
-            out[key] = resolve_sample(out[key])
+    if out.get("path") is not None:
+        out["path"] = resolve_sample(out["path"])
     return out

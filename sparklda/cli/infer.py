@@ -58,19 +58,25 @@ def settings_from_config(cfg: dict) -> dict:
     infer = cfg.get("infer", {})
     model = infer.get("model") or cfg.get("output", {}).get("model")
     if not model:
-        raise ConfigError("infer.model (or output.model) must name the model directory to "
-                          "load.")
+        raise ConfigError("infer.model (or output.model) must name the model directory to load.")
     if not infer.get("output"):
         raise ConfigError("infer.output (the Parquet directory to write) is required.")
     vector_type = infer.get("vector_type", "array")
     if vector_type not in VECTOR_TYPES:
-        raise ConfigError(f"The 'infer.vector_type' parameter must be one of "
-                          f"{list(VECTOR_TYPES)}. Got {vector_type!r} instead.")
+        raise ConfigError(
+            f"The 'infer.vector_type' parameter must be one of "
+            f"{list(VECTOR_TYPES)}. Got {vector_type!r} instead."
+        )
     input_cfg = infer.get("input") or cfg.get("input")
     if not input_cfg:
         raise ConfigError("[infer.input] or [input] must name the documents to score.")
-    return {"model": model, "output": infer["output"], "overwrite": infer.get("overwrite", False),
-            "vector_type": vector_type, "input": input_settings(input_cfg)}
+    return {
+        "model": model,
+        "output": infer["output"],
+        "overwrite": infer.get("overwrite", False),
+        "vector_type": vector_type,
+        "input": input_settings(input_cfg),
+    }
 
 
 def score(spark, model, source, id_offset: int = 0):
@@ -85,7 +91,8 @@ def score(spark, model, source, id_offset: int = 0):
     raw = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     source = DocSource(raw, source.vocab_size, source.vocab, source.what, source.declared_docs)
     docs = project_to_vocabulary(source, model.vocab, model.vocab_size).rdd.persist(
-        StorageLevel.MEMORY_AND_DISK)
+        StorageLevel.MEMORY_AND_DISK
+    )
     tokens = raw.map(lambda d: float(np.sum(d[2]))).sum()
     unknown = tokens - docs.map(lambda d: float(np.sum(d[2]))).sum()
     if source.declared_docs:  # UCI: documents without any entry are still documents
@@ -94,11 +101,13 @@ def score(spark, model, source, id_offset: int = 0):
     v = model.vocab_size
 
     def to_row(d):
-        return int(d[0]) + id_offset, SparseVector(v, [int(t) for t in d[1]],
-                                                   [float(c) for c in d[2]])
+        return int(d[0]) + id_offset, SparseVector(
+            v, [int(t) for t in d[1]], [float(c) for c in d[2]]
+        )
 
-    schema = StructType([StructField("doc_id", LongType(), False),
-                         StructField("features", VectorUDT(), True)])
+    schema = StructType(
+        [StructField("doc_id", LongType(), False), StructField("features", VectorUDT(), True)]
+    )
     vectors = spark.createDataFrame(docs.map(to_row), schema)
     return model.transform(vectors).drop("features"), unknown, (raw, docs)
 
@@ -119,20 +128,28 @@ def run(spark, cfg: dict) -> dict:
     if s["vector_type"] == "array":
         scored = scored.withColumn("topicDistribution", vector_to_array("topicDistribution"))
     try:
-        scored.write.mode("overwrite" if s["overwrite"] else "errorifexists").parquet(
-            s["output"])
+        scored.write.mode("overwrite" if s["overwrite"] else "errorifexists").parquet(s["output"])
     finally:
         for rdd in cached:
             rdd.unpersist()
     written = spark.read.parquet(s["output"]).count()
-    report = {"model": s["model"], "input": s["input"], "output": s["output"], "k": model.k,
-              "documents": written, "unknown_term_tokens": unknown,
-              "wall_seconds": time.time() - started, "master": spark.sparkContext.master}
+    report = {
+        "model": s["model"],
+        "input": s["input"],
+        "output": s["output"],
+        "k": model.k,
+        "documents": written,
+        "unknown_term_tokens": unknown,
+        "wall_seconds": time.time() - started,
+        "master": spark.sparkContext.master,
+    }
     if "://" not in output:
         with open(os.path.join(output, "_report.json"), "w") as f:
             json.dump(report, f, indent=1, default=str)
-    print(f"scored {written} documents with {model.k} topics -> {s['output']} "
-          f"({unknown:.0f} tokens of terms unknown to the model dropped)")
+    print(
+        f"scored {written} documents with {model.k} topics -> {s['output']} "
+        f"({unknown:.0f} tokens of terms unknown to the model dropped)"
+    )
     return report
 
 

@@ -24,29 +24,49 @@ log = logging.getLogger("sparklda.job")
 
 def base_parser(description: str, prog: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("--config", help="TOML configuration file (--print-config NAME prints a "
-                                    "shipped example)")
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override one configuration value, a TOML literal (a bare word is a "
-                        "string; booleans are true/false), e.g. --set training.k=50 "
-                        "--set output.overwrite=true")
-    p.add_argument("--conf-set", action="append", default=[], metavar="PROPERTY=VALUE",
-                   help="set a Spark property by its full name, as [spark.conf] does, e.g. "
-                        "--conf-set spark.executor.memory=2g (spark-submit's own settings "
-                        "still win)")
-    p.add_argument("--master", help="Spark master when run with plain python (default: the "
-                                    "config's [spark] master, else local[2]); under "
-                                    "spark-submit its --master decides")
-    p.add_argument("--print-config", metavar="NAME",
-                   help=f"print the shipped example configuration NAME (one of "
-                        f"{shipped_configs()}) and exit, e.g. --print-config local > my.toml")
+    p.add_argument(
+        "--config", help="TOML configuration file (--print-config NAME prints a shipped example)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one configuration value, a TOML literal (a bare word is a "
+        "string; booleans are true/false), e.g. --set training.k=50 "
+        "--set output.overwrite=true",
+    )
+    p.add_argument(
+        "--conf-set",
+        action="append",
+        default=[],
+        metavar="PROPERTY=VALUE",
+        help="set a Spark property by its full name, as [spark.conf] does, e.g. "
+        "--conf-set spark.executor.memory=2g (spark-submit's own settings "
+        "still win)",
+    )
+    p.add_argument(
+        "--master",
+        help="Spark master when run with plain python (default: the "
+        "config's [spark] master, else local[2]); under "
+        "spark-submit its --master decides",
+    )
+    p.add_argument(
+        "--print-config",
+        metavar="NAME",
+        help=f"print the shipped example configuration NAME (one of "
+        f"{shipped_configs()}) and exit, e.g. --print-config local > my.toml",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 
 
 def setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stdout,
+    )
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
@@ -84,8 +104,9 @@ def _location(spark, path: str, key: str) -> tuple[str, str, object]:
         qualified = fs.makeQualified(jpath)
     except Py4JError as e:  # no file system for the scheme, a bad URI
         text = str(e).strip().splitlines()
-        raise ModelPathError(f"{key} {path!r} cannot be used: "
-                             f"{text[-1] if text else type(e).__name__}") from None
+        raise ModelPathError(
+            f"{key} {path!r} cannot be used: {text[-1] if text else type(e).__name__}"
+        ) from None
     uri = qualified.toUri()
     scheme = uri.getScheme() or "file"
     return scheme, (uri.getPath() if scheme == "file" else qualified.toString()), fs
@@ -104,19 +125,23 @@ def check_local_output(path: str, key: str, overwrite: bool | None) -> None:
     if os.path.exists(path):
         if overwrite is False:
             table = key.split(".")[0]
-            raise ModelPathError(f"{key} {path!r} already exists; set {table}.overwrite = true "
-                                 f"to replace it.")
+            raise ModelPathError(
+                f"{key} {path!r} already exists; set {table}.overwrite = true to replace it."
+            )
         if overwrite is None and os.path.isdir(path):
             raise ModelPathError(f"{key} {path!r} is a directory; it must name a file.")
     parent = _nearest_existing(path)
     if not os.path.isdir(parent):
-        raise ModelPathError(f"{key} {path!r} cannot be written: {parent!r} is a file, not a "
-                             f"directory.")
+        raise ModelPathError(
+            f"{key} {path!r} cannot be written: {parent!r} is a file, not a directory."
+        )
     try:  # as the writer will: os.access says yes to root even on a read-only file system
         os.rmdir(tempfile.mkdtemp(prefix=".sparklda-write-check-", dir=parent))
     except OSError as e:
-        raise ModelPathError(f"{key} {path!r} cannot be written: directory {parent!r} is not "
-                             f"writable ({e.strerror}).") from None
+        raise ModelPathError(
+            f"{key} {path!r} cannot be written: directory {parent!r} is not "
+            f"writable ({e.strerror})."
+        ) from None
 
 
 def check_output(spark, path: str, key: str, overwrite: bool) -> str:
@@ -130,14 +155,16 @@ def check_output(spark, path: str, key: str, overwrite: bool) -> str:
     jpath = jvm.org.apache.hadoop.fs.Path(where)
     if fs.exists(jpath) and not overwrite:
         table = key.split(".")[0]
-        raise ModelPathError(f"{key} {path!r} already exists; set {table}.overwrite = true to "
-                             f"replace it.")
+        raise ModelPathError(
+            f"{key} {path!r} already exists; set {table}.overwrite = true to replace it."
+        )
     parent = jpath.getParent()
     while parent is not None and not fs.exists(parent):
         parent = parent.getParent()
     if parent is not None and fs.getFileStatus(parent).isFile():
-        raise ModelPathError(f"{key} {path!r} cannot be written: {parent.toString()!r} is a "
-                             f"file, not a directory.")
+        raise ModelPathError(
+            f"{key} {path!r} cannot be written: {parent.toString()!r} is a file, not a directory."
+        )
     return where
 
 

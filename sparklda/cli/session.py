@@ -51,12 +51,18 @@ DEFAULT_MASTER = "local[2]"
 #: Set unless spark-submit or the configuration says otherwise. Round results (sparse
 #: N̂^Φ rows, a few MB per task) go straight back to the driver instead of through the
 #: block manager (Spark's default cut-off is 1 MB).
-DEFAULT_PROPERTIES = {"spark.ui.showConsoleProgress": "false",
-                      "spark.task.maxDirectResultSize": "64m"}
+DEFAULT_PROPERTIES = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.task.maxDirectResultSize": "64m",
+}
 #: Properties of the driver JVM: fixed once spark-submit has started it.
-DRIVER_JVM_PROPERTIES = ("spark.driver.memory", "spark.driver.extraJavaOptions",
-                         "spark.driver.extraClassPath", "spark.driver.extraLibraryPath",
-                         "spark.driver.defaultJavaOptions")
+DRIVER_JVM_PROPERTIES = (
+    "spark.driver.memory",
+    "spark.driver.extraJavaOptions",
+    "spark.driver.extraClassPath",
+    "spark.driver.extraLibraryPath",
+    "spark.driver.defaultJavaOptions",
+)
 #: Spark's own default of ``spark.redaction.regex``.
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key"
 REDACTED = "*********(redacted)"
@@ -76,8 +82,9 @@ def _launch_gateway(properties: dict[str, str]) -> None:
 
     # bin/spark-submit otherwise runs `python3` from PATH to find SPARK_HOME
     os.environ.setdefault("SPARK_HOME", _find_spark_home())
-    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(
-        list(properties.items())))
+    SparkContext._ensure_initialized(
+        conf=SparkConf(loadDefaults=False).setAll(list(properties.items()))
+    )
 
 
 def _jvm_properties() -> dict[str, str]:
@@ -100,8 +107,14 @@ def _worker_python(properties: dict[str, str]) -> None:
         log.info("Python workers run %s (local mode, PYSPARK_PYTHON not set)", sys.executable)
 
 
-def plan_properties(cfg: dict, master: str | None, app_name: str, given: dict[str, str] | None,
-                    submitted: bool, script: str | None = None) -> tuple[dict, dict]:
+def plan_properties(
+    cfg: dict,
+    master: str | None,
+    app_name: str,
+    given: dict[str, str] | None,
+    submitted: bool,
+    script: str | None = None,
+) -> tuple[dict, dict]:
     """(properties to hand the builder, properties of the configuration that lost to the
     launcher's) for configuration ``cfg``. ``given`` holds the launcher's properties (None:
     the launcher has not run yet), ``submitted`` whether spark-submit started this driver,
@@ -140,9 +153,11 @@ def build_session(cfg: dict, master: str | None = None, app_name: str = "sparkld
     spark_cfg = cfg.get("spark", {})
     submitted = launched_by_spark_submit()
     if SparkContext._active_spark_context is not None:
-        log.warning("a SparkContext is already running (master %s); the configuration's "
-                    "[spark] settings are not applied",
-                    SparkContext._active_spark_context.master)
+        log.warning(
+            "a SparkContext is already running (master %s); the configuration's "
+            "[spark] settings are not applied",
+            SparkContext._active_spark_context.master,
+        )
         return SparkSession.builder.getOrCreate()
     script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if submitted:
@@ -152,8 +167,11 @@ def build_session(cfg: dict, master: str | None = None, app_name: str = "sparkld
         given = _jvm_properties()
         apply, lost = plan_properties(cfg, master, app_name, given, True, script)
         if spark_cfg.get("master"):
-            log.info("[spark] master = %r applies only to plain python; spark-submit's "
-                     "master is %s", spark_cfg["master"], given.get("spark.master"))
+            log.info(
+                "[spark] master = %r applies only to plain python; spark-submit's master is %s",
+                spark_cfg["master"],
+                given.get("spark.master"),
+            )
     elif SparkContext._gateway is None:
         _launch_gateway(plan_properties(cfg, master, app_name, None, False)[0])
         given = _jvm_properties()
@@ -163,12 +181,20 @@ def build_session(cfg: dict, master: str | None = None, app_name: str = "sparkld
         apply, lost = plan_properties(cfg, master, app_name, None, False)
     for key, value in sorted(lost.items()):
         if key in DRIVER_JVM_PROPERTIES and key not in given:
-            log.warning("%s = %s from the configuration is not applied: the driver JVM is "
-                        "already running; pass it to spark-submit (e.g. --driver-memory)",
-                        key, value)
+            log.warning(
+                "%s = %s from the configuration is not applied: the driver JVM is "
+                "already running; pass it to spark-submit (e.g. --driver-memory)",
+                key,
+                value,
+            )
         else:
-            log.info("%s = %s from %s wins over %s from the configuration", key, given[key],
-                     "spark-submit" if submitted else "PYSPARK_SUBMIT_ARGS", value)
+            log.info(
+                "%s = %s from %s wins over %s from the configuration",
+                key,
+                given[key],
+                "spark-submit" if submitted else "PYSPARK_SUBMIT_ARGS",
+                value,
+            )
     builder = SparkSession.builder
     for key, value in apply.items():
         builder = builder.config(key, value)
@@ -185,8 +211,10 @@ def effective_properties(spark) -> dict[str, str]:
     secret-looking keys or values (Spark's ``spark.redaction.regex``) redacted."""
     props = dict(spark.sparkContext.getConf().getAll())
     pattern = re.compile(props.get("spark.redaction.regex", REDACTION_REGEX))
-    return {k: (REDACTED if pattern.search(k) or pattern.search(v) else v)
-            for k, v in sorted(props.items())}
+    return {
+        k: (REDACTED if pattern.search(k) or pattern.search(v) else v)
+        for k, v in sorted(props.items())
+    }
 
 
 def executor_summary(spark) -> list[dict]:
@@ -203,9 +231,16 @@ def executor_summary(spark) -> list[dict]:
     out = []
     for i in range(executors.size()):
         e = executors.apply(i)
-        out.append({"id": e.id(), "host_port": e.hostPort(), "active": e.isActive(),
-                    "total_tasks": e.totalTasks(), "completed_tasks": e.completedTasks(),
-                    "failed_tasks": e.failedTasks()})
+        out.append(
+            {
+                "id": e.id(),
+                "host_port": e.hostPort(),
+                "active": e.isActive(),
+                "total_tasks": e.totalTasks(),
+                "completed_tasks": e.completedTasks(),
+                "failed_tasks": e.failedTasks(),
+            }
+        )
     return out
 
 

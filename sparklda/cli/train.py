@@ -49,15 +49,22 @@ def check(cfg: dict) -> TrainSettings:
     if not out.get("model"):
         raise ConfigError("output.model (the model directory to write) is required.")
     if not cfg.get("input"):
-        raise ConfigError("[input] must name the corpus to train on (e.g. format = \"uci\" "
-                          "and docword = \"sample:kos/docword.txt.gz\").")
+        raise ConfigError(
+            '[input] must name the corpus to train on (e.g. format = "uci" '
+            'and docword = "sample:kos/docword.txt.gz").'
+        )
     top_terms = out.get("top_terms", 10)
     if top_terms < 1:
         raise ConfigError(f"output.top_terms must be at least 1; got {top_terms}.")
     return TrainSettings(
-        params=train_params(cfg), input=input_settings(cfg["input"]), model=out["model"],
-        metrics=out.get("metrics"), overwrite=out.get("overwrite", False),
-        initial_model=cfg.get("training", {}).get("initial_model"), top_terms=top_terms)
+        params=train_params(cfg),
+        input=input_settings(cfg["input"]),
+        model=out["model"],
+        metrics=out.get("metrics"),
+        overwrite=out.get("overwrite", False),
+        initial_model=cfg.get("training", {}).get("initial_model"),
+        top_terms=top_terms,
+    )
 
 
 def check_outputs(spark, s: TrainSettings) -> str:
@@ -67,8 +74,7 @@ def check_outputs(spark, s: TrainSettings) -> str:
     if s.metrics:
         metrics = s.metrics
     elif "://" not in model:  # a local model directory: metrics.json beside it
-        metrics = os.path.join(os.path.dirname(os.path.abspath(model.rstrip("/"))),
-                               "metrics.json")
+        metrics = os.path.join(os.path.dirname(os.path.abspath(model.rstrip("/"))), "metrics.json")
     else:
         metrics = "metrics.json"
     check_local_output(metrics, "output.metrics", None)
@@ -82,8 +88,12 @@ def run(spark, cfg: dict) -> dict:
     initial = None
     if s.initial_model:  # TopicModel, LDAModel or PipelineModel directory
         initial = load_topic_model(s.initial_model, spark)
-        log.info("warm start from %s (k=%d, %d terms)", initial.metadata.get("mode"), initial.k,
-                 initial.vocab_size)
+        log.info(
+            "warm start from %s (k=%d, %d terms)",
+            initial.metadata.get("mode"),
+            initial.k,
+            initial.vocab_size,
+        )
 
     started = time.time()
     source = source_from_config(spark, s.input)
@@ -93,15 +103,25 @@ def run(spark, cfg: dict) -> dict:
     final = result.evaluations[-1] if result.evaluations else None
     sc = spark.sparkContext
     metrics = {
-        "command": " ".join(sys.argv), "started": started, "wall_seconds": time.time() - started,
-        "params": s.params.to_dict(), "input": s.input, "model": s.model,
+        "command": " ".join(sys.argv),
+        "started": started,
+        "wall_seconds": time.time() - started,
+        "params": s.params.to_dict(),
+        "input": s.input,
+        "model": s.model,
         "initial_model": s.initial_model,
-        "report": result.report, "final": final, "evaluations": result.evaluations,
+        "report": result.report,
+        "final": final,
+        "evaluations": result.evaluations,
         "rounds": result.rounds,
-        "spark": {"master": sc.master, "version": spark.version, "app_id": sc.applicationId,
-                  "default_parallelism": sc.defaultParallelism,
-                  "properties": effective_properties(spark),
-                  "executors": executor_summary(spark)},
+        "spark": {
+            "master": sc.master,
+            "version": spark.version,
+            "app_id": sc.applicationId,
+            "default_parallelism": sc.defaultParallelism,
+            "properties": effective_properties(spark),
+            "executors": executor_summary(spark),
+        },
         "topics": model.describe_topics(10),
     }
     os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
@@ -113,13 +133,19 @@ def run(spark, cfg: dict) -> dict:
     print(f"\nTop words of the {model.k} topics:")
     print(model.format_topics(s.top_terms))
     c = result.report["corpus"]
-    print(f"\ncorpus: {c['training_documents']} training documents, {c['heldout_documents']} "
-          f"held out, {c['empty_documents_skipped']} empty documents skipped")
-    print(f"trained {s.params.algorithm} K={s.params.k} for {result.report['rounds']} rounds "
-          f"in {result.report['train_seconds']:.1f} s (corpus build included) on {sc.master}")
+    print(
+        f"\ncorpus: {c['training_documents']} training documents, {c['heldout_documents']} "
+        f"held out, {c['empty_documents_skipped']} empty documents skipped"
+    )
+    print(
+        f"trained {s.params.algorithm} K={s.params.k} for {result.report['rounds']} rounds "
+        f"in {result.report['train_seconds']:.1f} s (corpus build included) on {sc.master}"
+    )
     if final:
-        print(f"held-out log-likelihood per token: {final['heldout_loglik']:.4f} "
-              f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents")
+        print(
+            f"held-out log-likelihood per token: {final['heldout_loglik']:.4f} "
+            f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents"
+        )
     print(f"model: {s.model}\nmetrics: {metrics_path}")
     return metrics
 

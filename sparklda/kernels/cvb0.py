@@ -19,16 +19,29 @@ from .config import FASTMATH, JIT_OPTIONS
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _cvb_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
-               counts: NDArray[np.floating[Any]], gamma: NDArray[np.floating[Any]],
-               nphi: NDArray[np.floating[Any]], nz: NDArray[np.floating[Any]],
-               var_phi: NDArray[np.floating[Any]], var_z: NDArray[np.floating[Any]],
-               alpha: np.floating[Any], eta: np.floating[Any], w_eta: np.floating[Any],
-               second_order: bool, d_nphi: NDArray[np.floating[Any]],
-               d_nz: NDArray[np.floating[Any]], d_var_phi: NDArray[np.floating[Any]],
-               d_var_z: NDArray[np.floating[Any]],
-               ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]],
-                          NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
+def _cvb_block(
+    indptr: NDArray[np.int64],
+    local: NDArray[np.int32],
+    counts: NDArray[np.floating[Any]],
+    gamma: NDArray[np.floating[Any]],
+    nphi: NDArray[np.floating[Any]],
+    nz: NDArray[np.floating[Any]],
+    var_phi: NDArray[np.floating[Any]],
+    var_z: NDArray[np.floating[Any]],
+    alpha: np.floating[Any],
+    eta: np.floating[Any],
+    w_eta: np.floating[Any],
+    second_order: bool,
+    d_nphi: NDArray[np.floating[Any]],
+    d_nz: NDArray[np.floating[Any]],
+    d_var_phi: NDArray[np.floating[Any]],
+    d_var_z: NDArray[np.floating[Any]],
+) -> tuple[
+    NDArray[np.floating[Any]],
+    NDArray[np.floating[Any]],
+    NDArray[np.floating[Any]],
+    NDArray[np.floating[Any]],
+]:
     # nphi, nz, var_phi, var_z are the caller's private working copies: they
     # start at the broadcast values and follow this block's own changes.
     n_docs = indptr.shape[0] - 1
@@ -72,9 +85,11 @@ def _cvb_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
                     b = max(nphi[u, k] - mg, zero) + eta
                     c = max(nz[k] - mg, zero) + w_eta
                     base[k] = a * b / c
-                    expo[k] = (max(var_z[k] - mv, zero) / (two * c * c)
-                               - max(vtheta[k] - mv, zero) / (two * a * a)
-                               - max(var_phi[u, k] - mv, zero) / (two * b * b))
+                    expo[k] = (
+                        max(var_z[k] - mv, zero) / (two * c * c)
+                        - max(vtheta[k] - mv, zero) / (two * a * a)
+                        - max(var_phi[u, k] - mv, zero) / (two * b * b)
+                    )
                 top = expo[0]
                 for k in range(1, n_topics):
                     top = max(top, expo[k])
@@ -86,9 +101,11 @@ def _cvb_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
                 # Eq. 3: (N^Φ_uk + η)/(N^Z_k + Wη) · (N^Θ_jk + α), all "−ij"
                 for k in range(n_topics):
                     mg = m * gamma[p, k]
-                    x = ((max(nphi[u, k] - mg, zero) + eta)
-                         / (max(nz[k] - mg, zero) + w_eta)
-                         * (max(ntheta[k] - mg, zero) + alpha))
+                    x = (
+                        (max(nphi[u, k] - mg, zero) + eta)
+                        / (max(nz[k] - mg, zero) + w_eta)
+                        * (max(ntheta[k] - mg, zero) + alpha)
+                    )
                     base[k] = x
                     norm += x
             inv = one / norm
@@ -124,13 +141,20 @@ def _cvb_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
     return d_nphi, d_nz, d_var_phi, d_var_z
 
 
-def cvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
-               counts: NDArray[np.floating[Any]], gamma: NDArray[np.floating[Any]],
-               nphi: NDArray[np.floating[Any]], nz: NDArray[np.floating[Any]],
-               alpha: float, eta: float, w_eta: float, second_order: bool = False,
-               var_phi: NDArray[np.floating[Any]] | None = None,
-               var_z: NDArray[np.floating[Any]] | None = None,
-               ) -> tuple[NDArray[np.floating[Any]], ...]:
+def cvb0_block(
+    indptr: NDArray[np.integer[Any]],
+    local: NDArray[np.integer[Any]],
+    counts: NDArray[np.floating[Any]],
+    gamma: NDArray[np.floating[Any]],
+    nphi: NDArray[np.floating[Any]],
+    nz: NDArray[np.floating[Any]],
+    alpha: float,
+    eta: float,
+    w_eta: float,
+    second_order: bool = False,
+    var_phi: NDArray[np.floating[Any]] | None = None,
+    var_z: NDArray[np.floating[Any]] | None = None,
+) -> tuple[NDArray[np.floating[Any]], ...]:
     """One CVB0 (or CVB) sweep over a block of documents, updating γ in place.
 
     For each document j, N^Θ_j = Σ_p m_p γ_p is computed from the stored γ of
@@ -237,22 +261,29 @@ def cvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]]
     (True, True)
     """
     if not isinstance(gamma, np.ndarray) or gamma.dtype not in (np.float32, np.float64):
-        raise ValueError("cvb0_block: 'gamma' must be a float32 or float64 numpy array, "
-                         f"got {type(gamma).__name__} of dtype {getattr(gamma, 'dtype', None)}.")
+        raise ValueError(
+            "cvb0_block: 'gamma' must be a float32 or float64 numpy array, "
+            f"got {type(gamma).__name__} of dtype {getattr(gamma, 'dtype', None)}."
+        )
     if not (gamma.flags.c_contiguous and gamma.flags.writeable):
-        raise ValueError("cvb0_block: 'gamma' is updated in place and must be a writable "
-                         "C-contiguous array.")
+        raise ValueError(
+            "cvb0_block: 'gamma' is updated in place and must be a writable C-contiguous array."
+        )
     if gamma.ndim != 2 or gamma.shape[0] != len(local) or len(counts) != len(local):
-        raise ValueError(f"cvb0_block: 'gamma' must have shape (nnz, K) = ({len(local)}, K) "
-                         f"matching 'local' and 'counts', got {gamma.shape}.")
+        raise ValueError(
+            f"cvb0_block: 'gamma' must have shape (nnz, K) = ({len(local)}, K) "
+            f"matching 'local' and 'counts', got {gamma.shape}."
+        )
     dtype = gamma.dtype
     cast = dtype.type
     n_topics = gamma.shape[1]
     nphi_work = np.array(nphi, dtype=dtype, order="C", copy=True)
     nz_work = np.array(nz, dtype=dtype, copy=True)
     if nphi_work.ndim != 2 or nphi_work.shape[1] != n_topics or nz_work.shape != (n_topics,):
-        raise ValueError(f"cvb0_block: 'nphi' must be (U, {n_topics}) and 'nz' ({n_topics},), "
-                         f"got {nphi_work.shape} and {nz_work.shape}.")
+        raise ValueError(
+            f"cvb0_block: 'nphi' must be (U, {n_topics}) and 'nz' ({n_topics},), "
+            f"got {nphi_work.shape} and {nz_work.shape}."
+        )
     second_order = bool(second_order)
     if second_order:
         if var_phi is None or var_z is None:
@@ -260,8 +291,10 @@ def cvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]]
         var_phi_work = np.array(var_phi, dtype=dtype, order="C", copy=True)
         var_z_work = np.array(var_z, dtype=dtype, copy=True)
         if var_phi_work.shape != nphi_work.shape or var_z_work.shape != nz_work.shape:
-            raise ValueError("cvb0_block: 'var_phi' and 'var_z' must have the shapes of "
-                             f"'nphi' and 'nz', got {var_phi_work.shape} and {var_z_work.shape}.")
+            raise ValueError(
+                "cvb0_block: 'var_phi' and 'var_z' must have the shapes of "
+                f"'nphi' and 'nz', got {var_phi_work.shape} and {var_z_work.shape}."
+            )
         d_var_phi = np.zeros_like(nphi_work)
         d_var_z = np.zeros_like(nz_work)
     else:
@@ -273,9 +306,19 @@ def cvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]]
         np.ascontiguousarray(indptr, dtype=np.int64),
         np.ascontiguousarray(local, dtype=np.int32),
         np.ascontiguousarray(counts, dtype=dtype),
-        gamma, nphi_work, nz_work, var_phi_work, var_z_work,
-        cast(alpha), cast(eta), cast(w_eta), second_order,
-        d_nphi, d_nz, d_var_phi, d_var_z,
+        gamma,
+        nphi_work,
+        nz_work,
+        var_phi_work,
+        var_z_work,
+        cast(alpha),
+        cast(eta),
+        cast(w_eta),
+        second_order,
+        d_nphi,
+        d_nz,
+        d_var_phi,
+        d_var_z,
     )
     if second_order:
         return d_nphi, d_nz, d_var_phi, d_var_z

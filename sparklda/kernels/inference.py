@@ -17,10 +17,16 @@ from .config import FASTMATH, JIT_OPTIONS
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _foldin_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
-                  counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
-                  alpha: np.floating[Any], max_iter: int, tol: np.floating[Any],
-                  theta: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+def _foldin_block(
+    indptr: NDArray[np.int64],
+    local: NDArray[np.int32],
+    counts: NDArray[np.floating[Any]],
+    phi: NDArray[np.floating[Any]],
+    alpha: np.floating[Any],
+    max_iter: int,
+    tol: np.floating[Any],
+    theta: NDArray[np.floating[Any]],
+) -> NDArray[np.floating[Any]]:
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     zero = alpha - alpha
@@ -59,10 +65,15 @@ def _foldin_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
     return theta
 
 
-def foldin_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
-                 counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
-                 alpha: float, max_iter: int = 100,
-                 tol: float = 1e-4) -> NDArray[np.floating[Any]]:
+def foldin_block(
+    indptr: NDArray[np.integer[Any]],
+    local: NDArray[np.integer[Any]],
+    counts: NDArray[np.floating[Any]],
+    phi: NDArray[np.floating[Any]],
+    alpha: float,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+) -> NDArray[np.floating[Any]]:
     """Infer each document's topic proportions θ with the topics held fixed.
 
     Fixed-point (EM) iterations on the document statistics N^Θ_j, the SCVB0
@@ -93,14 +104,22 @@ def foldin_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any
         np.ascontiguousarray(indptr, dtype=np.int64),
         np.ascontiguousarray(local, dtype=np.int32),
         np.ascontiguousarray(counts, dtype=dtype),
-        np.ascontiguousarray(phi), cast(alpha), int(max_iter), cast(tol), theta,
+        np.ascontiguousarray(phi),
+        cast(alpha),
+        int(max_iter),
+        cast(tol),
+        theta,
     )
 
 
 @numba.njit(**JIT_OPTIONS)
-def _loglik_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
-                  counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
-                  theta: NDArray[np.floating[Any]]) -> tuple[float, float]:
+def _loglik_block(
+    indptr: NDArray[np.int64],
+    local: NDArray[np.int32],
+    counts: NDArray[np.floating[Any]],
+    phi: NDArray[np.floating[Any]],
+    theta: NDArray[np.floating[Any]],
+) -> tuple[float, float]:
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     total = 0.0
@@ -116,9 +135,13 @@ def _loglik_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
     return total, tokens
 
 
-def loglik_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
-                 counts: NDArray[np.floating[Any]], phi: NDArray[np.floating[Any]],
-                 theta: NDArray[np.floating[Any]]) -> tuple[float, float]:
+def loglik_block(
+    indptr: NDArray[np.integer[Any]],
+    local: NDArray[np.integer[Any]],
+    counts: NDArray[np.floating[Any]],
+    phi: NDArray[np.floating[Any]],
+    theta: NDArray[np.floating[Any]],
+) -> tuple[float, float]:
     """Log-likelihood of a block's tokens under θ and φ̂, in float64.
 
     Equivalent to ``sum_p counts[p] * log(theta[doc(p)] @ phi[local[p]])``;
@@ -128,5 +151,6 @@ def loglik_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any
         np.ascontiguousarray(indptr, dtype=np.int64),
         np.ascontiguousarray(local, dtype=np.int32),
         np.ascontiguousarray(counts),
-        np.ascontiguousarray(phi), np.ascontiguousarray(theta),
+        np.ascontiguousarray(phi),
+        np.ascontiguousarray(theta),
     )

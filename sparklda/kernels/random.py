@@ -29,6 +29,7 @@ class Stream(IntEnum):
     DOC_INIT = 1000  # + pass: SCVB0's initial N^Theta of each document
     DOC_GAMMA = 3000  # + pass: SVB's initial gamma of each document
 
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -47,13 +48,15 @@ def splitmix64(x: ArrayLike) -> NDArray[np.uint64]:
 def doc_keys(seed: int, stream: int, doc_ids: ArrayLike) -> NDArray[np.uint64]:
     """One 64-bit key per document for (seed, stream); uint64 array."""
     with np.errstate(over="ignore"):
-        base = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _M1
-                          + np.uint64(stream & 0xFFFFFFFF))
+        base = splitmix64(
+            np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _M1 + np.uint64(stream & 0xFFFFFFFF)
+        )
         return splitmix64(np.asarray(doc_ids, dtype=np.int64).astype(np.uint64) ^ base)
 
 
-def uniform_matrix(seed: int, stream: int, doc_ids: ArrayLike, k: int,
-                   dtype: DTypeLike = np.float64) -> NDArray[np.floating[Any]]:
+def uniform_matrix(
+    seed: int, stream: int, doc_ids: ArrayLike, k: int, dtype: DTypeLike = np.float64
+) -> NDArray[np.floating[Any]]:
     """A (len(doc_ids), k) matrix of uniforms in (0, 1), row j a function of
     (seed, stream, doc_ids[j]) only."""
     keys = doc_keys(seed, stream, doc_ids)

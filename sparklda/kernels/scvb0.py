@@ -16,13 +16,21 @@ from .config import FASTMATH, JIT_OPTIONS
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _scvb0_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
-                 counts: NDArray[np.floating[Any]], phi_norm: NDArray[np.floating[Any]],
-                 theta_init: NDArray[np.floating[Any]], alpha: np.floating[Any], burnin: int,
-                 s_theta: np.floating[Any], tau_theta: np.floating[Any],
-                 kappa_theta: np.floating[Any], rho_tab: NDArray[np.floating[Any]],
-                 log1m_tab: NDArray[np.floating[Any]],
-                 nhat: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+def _scvb0_block(
+    indptr: NDArray[np.int64],
+    local: NDArray[np.int32],
+    counts: NDArray[np.floating[Any]],
+    phi_norm: NDArray[np.floating[Any]],
+    theta_init: NDArray[np.floating[Any]],
+    alpha: np.floating[Any],
+    burnin: int,
+    s_theta: np.floating[Any],
+    tau_theta: np.floating[Any],
+    kappa_theta: np.floating[Any],
+    rho_tab: NDArray[np.floating[Any]],
+    log1m_tab: NDArray[np.floating[Any]],
+    nhat: NDArray[np.floating[Any]],
+) -> NDArray[np.floating[Any]]:
     """The compiled body of :func:`scvb0_block`.
 
     ``rho_tab[t]`` and ``log1m_tab[t]`` = log(1 − rho_tab[t]) are the step
@@ -89,10 +97,15 @@ def _scvb0_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
     return nhat
 
 
-def _step_tables(indptr: NDArray[np.int64], counts: NDArray[np.floating[Any]], burnin: int,
-                 s_theta: float, tau_theta: float, kappa_theta: float,
-                 dtype: np.dtype[np.floating[Any]],
-                 ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
+def _step_tables(
+    indptr: NDArray[np.int64],
+    counts: NDArray[np.floating[Any]],
+    burnin: int,
+    s_theta: float,
+    tau_theta: float,
+    kappa_theta: float,
+    dtype: np.dtype[np.floating[Any]],
+) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
     """ρ_t = s/(τ+t)^κ and log(1−ρ_t) for t = 0 … (burnin+1)·max C_j, computed in
     float64 and cast to ``dtype``; empty tables when a count is not an integer
     (the kernel then evaluates the powers per pair)."""
@@ -108,11 +121,18 @@ def _step_tables(indptr: NDArray[np.int64], counts: NDArray[np.floating[Any]], b
     return rho.astype(dtype), log1m.astype(dtype)
 
 
-def scvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
-                counts: NDArray[np.floating[Any]], phi_norm: NDArray[np.floating[Any]],
-                theta_init: NDArray[np.floating[Any]], alpha: float, burnin: int = 1,
-                s_theta: float = 1.0, tau_theta: float = 10.0,
-                kappa_theta: float = 0.9) -> NDArray[np.floating[Any]]:
+def scvb0_block(
+    indptr: NDArray[np.integer[Any]],
+    local: NDArray[np.integer[Any]],
+    counts: NDArray[np.floating[Any]],
+    phi_norm: NDArray[np.floating[Any]],
+    theta_init: NDArray[np.floating[Any]],
+    alpha: float,
+    burnin: int = 1,
+    s_theta: float = 1.0,
+    tau_theta: float = 10.0,
+    kappa_theta: float = 0.9,
+) -> NDArray[np.floating[Any]]:
     """Run SCVB0's burn-in and accumulating passes over a block of documents.
 
     For each document j (tokens clumped as distinct terms u with counts m),
@@ -159,19 +179,30 @@ def scvb0_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]
     cast = dtype.type
     indptr64 = np.ascontiguousarray(indptr, dtype=np.int64)
     counts = np.ascontiguousarray(counts, dtype=dtype)
-    rho_tab, log1m_tab = _step_tables(indptr64, counts, int(burnin), float(s_theta),
-                                      float(tau_theta), float(kappa_theta), dtype)
+    rho_tab, log1m_tab = _step_tables(
+        indptr64, counts, int(burnin), float(s_theta), float(tau_theta), float(kappa_theta), dtype
+    )
     nhat = np.zeros(phi_norm.shape, dtype=dtype)
     return _scvb0_block(
-        indptr64, np.ascontiguousarray(local, dtype=np.int32), counts, phi_norm,
+        indptr64,
+        np.ascontiguousarray(local, dtype=np.int32),
+        counts,
+        phi_norm,
         np.ascontiguousarray(theta_init, dtype=dtype),
-        cast(alpha), int(burnin), cast(s_theta), cast(tau_theta), cast(kappa_theta),
-        rho_tab, log1m_tab, nhat,
+        cast(alpha),
+        int(burnin),
+        cast(s_theta),
+        cast(tau_theta),
+        cast(kappa_theta),
+        rho_tab,
+        log1m_tab,
+        nhat,
     )
 
 
-def init_doc_stats(uniforms: NDArray[np.floating[Any]],
-                   doc_lengths: NDArray[np.number[Any]]) -> NDArray[np.floating[Any]]:
+def init_doc_stats(
+    uniforms: NDArray[np.floating[Any]], doc_lengths: NDArray[np.number[Any]]
+) -> NDArray[np.floating[Any]]:
     """Random N^Θ initialisation: row j is ``uniforms[j]`` rescaled to sum to C_j.
 
     Equivalent to ``uniforms / uniforms.sum(1, keepdims=True) * doc_lengths[:, None]``.
@@ -179,13 +210,15 @@ def init_doc_stats(uniforms: NDArray[np.floating[Any]],
     u = np.asarray(uniforms)
     row_sums: NDArray[np.floating[Any]] = u.sum(axis=1, keepdims=True)
     theta: NDArray[np.floating[Any]] = (
-        u / row_sums * np.asarray(doc_lengths, dtype=u.dtype)[:, None])
+        u / row_sums * np.asarray(doc_lengths, dtype=u.dtype)[:, None]
+    )
     return theta
 
 
 @numba.njit(**JIT_OPTIONS)
-def _scatter_add_rows(acc: NDArray[np.floating[Any]], idx: NDArray[np.int64],
-                      rows: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+def _scatter_add_rows(
+    acc: NDArray[np.floating[Any]], idx: NDArray[np.int64], rows: NDArray[np.floating[Any]]
+) -> NDArray[np.floating[Any]]:
     k = rows.shape[1]
     for i in range(rows.shape[0]):
         out = acc[idx[i]]
@@ -195,21 +228,28 @@ def _scatter_add_rows(acc: NDArray[np.floating[Any]], idx: NDArray[np.int64],
     return acc
 
 
-def scatter_add_rows(acc: NDArray[np.floating[Any]], idx: NDArray[np.integer[Any]],
-                     rows: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+def scatter_add_rows(
+    acc: NDArray[np.floating[Any]], idx: NDArray[np.integer[Any]], rows: NDArray[np.floating[Any]]
+) -> NDArray[np.floating[Any]]:
     """Add ``rows[i]`` to ``acc[idx[i]]`` in place (the driver's merge of the
     tasks' sparse N̂^Φ rows); ``idx`` may repeat. Returns ``acc``.
 
     Equivalent to ``np.add.at(acc, idx, rows)``.
     """
-    return _scatter_add_rows(acc, np.ascontiguousarray(idx, dtype=np.int64),
-                             np.ascontiguousarray(rows))
+    return _scatter_add_rows(
+        acc, np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(rows)
+    )
 
 
 @numba.njit(**JIT_OPTIONS)
-def _add_scaled_rows(base: NDArray[np.floating[Any]], mirror: NDArray[np.floating[Any]],
-                     terms: NDArray[np.int64], rows: NDArray[np.floating[Any]], factor: float,
-                     totals: NDArray[np.float64]) -> NDArray[np.float64]:
+def _add_scaled_rows(
+    base: NDArray[np.floating[Any]],
+    mirror: NDArray[np.floating[Any]],
+    terms: NDArray[np.int64],
+    rows: NDArray[np.floating[Any]],
+    factor: float,
+    totals: NDArray[np.float64],
+) -> NDArray[np.float64]:
     k = rows.shape[1]
     for i in range(rows.shape[0]):
         b = base[terms[i]]
@@ -223,9 +263,13 @@ def _add_scaled_rows(base: NDArray[np.floating[Any]], mirror: NDArray[np.floatin
     return totals
 
 
-def add_scaled_rows(base: NDArray[np.floating[Any]], mirror: NDArray[np.floating[Any]],
-                    terms: NDArray[np.integer[Any]], rows: NDArray[np.floating[Any]],
-                    factor: float) -> NDArray[np.float64]:
+def add_scaled_rows(
+    base: NDArray[np.floating[Any]],
+    mirror: NDArray[np.floating[Any]],
+    terms: NDArray[np.integer[Any]],
+    rows: NDArray[np.floating[Any]],
+    factor: float,
+) -> NDArray[np.float64]:
     """The driver's SCVB0 update of touched rows, in one pass over them:
     ``base[terms] += factor · rows`` and ``mirror[terms] = base[terms]`` (the
     broadcast copy in the kernels' dtype). ``terms`` are distinct. Returns the
@@ -235,5 +279,11 @@ def add_scaled_rows(base: NDArray[np.floating[Any]], mirror: NDArray[np.floating
     rows.sum(0)``.
     """
     totals = np.zeros(rows.shape[1], dtype=np.float64)
-    return _add_scaled_rows(base, mirror, np.ascontiguousarray(terms, dtype=np.int64),
-                            np.ascontiguousarray(rows), float(factor), totals)
+    return _add_scaled_rows(
+        base,
+        mirror,
+        np.ascontiguousarray(terms, dtype=np.int64),
+        np.ascontiguousarray(rows),
+        float(factor),
+        totals,
+    )

@@ -18,8 +18,9 @@ from .special import digamma
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _exp_dirichlet_expectation(gamma: NDArray[np.floating[Any]], j: int,
-                               out: NDArray[np.floating[Any]]) -> None:
+def _exp_dirichlet_expectation(
+    gamma: NDArray[np.floating[Any]], j: int, out: NDArray[np.floating[Any]]
+) -> None:
     # out = exp(ψ(γ_j) − ψ(Σ γ_j)), digamma in float64, stored in out's dtype
     n_topics = gamma.shape[1]
     total = 0.0
@@ -31,12 +32,18 @@ def _exp_dirichlet_expectation(gamma: NDArray[np.floating[Any]], j: int,
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
-def _svb_estep_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
-                     counts: NDArray[np.floating[Any]], expelogbeta: NDArray[np.floating[Any]],
-                     alpha: np.floating[Any], gamma: NDArray[np.floating[Any]], max_iter: int,
-                     tol: np.floating[Any], tiny: np.floating[Any],
-                     sstats: NDArray[np.floating[Any]],
-                     ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
+def _svb_estep_block(
+    indptr: NDArray[np.int64],
+    local: NDArray[np.int32],
+    counts: NDArray[np.floating[Any]],
+    expelogbeta: NDArray[np.floating[Any]],
+    alpha: np.floating[Any],
+    gamma: NDArray[np.floating[Any]],
+    max_iter: int,
+    tol: np.floating[Any],
+    tiny: np.floating[Any],
+    sstats: NDArray[np.floating[Any]],
+) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
     # gamma arrives holding gamma_init and is overwritten row by row
     n_docs = indptr.shape[0] - 1
     n_topics = expelogbeta.shape[1]
@@ -81,11 +88,16 @@ def _svb_estep_block(indptr: NDArray[np.int64], local: NDArray[np.int32],
     return gamma, sstats
 
 
-def svb_estep_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[Any]],
-                    counts: NDArray[np.floating[Any]], exp_elogbeta: NDArray[np.floating[Any]],
-                    alpha: float, gamma_init: NDArray[np.floating[Any]], max_iter: int = 100,
-                    tol: float = 1e-3,
-                    ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
+def svb_estep_block(
+    indptr: NDArray[np.integer[Any]],
+    local: NDArray[np.integer[Any]],
+    counts: NDArray[np.floating[Any]],
+    exp_elogbeta: NDArray[np.floating[Any]],
+    alpha: float,
+    gamma_init: NDArray[np.floating[Any]],
+    max_iter: int = 100,
+    tol: float = 1e-3,
+) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
     """Online VB E-step for a block of documents (Algorithm 2 of Hoffman et al. 2010).
 
     Per document d with pairs p = (d, u_p) of count m_p, starting from
@@ -157,13 +169,21 @@ def svb_estep_block(indptr: NDArray[np.integer[Any]], local: NDArray[np.integer[
     n_docs = len(indptr) - 1
     gamma = np.array(gamma_init, dtype=dtype, order="C", copy=True)
     if gamma.shape != (n_docs, exp_elogbeta.shape[1]):
-        raise ValueError(f"svb_estep_block: 'gamma_init' must have shape (D, K) = "
-                         f"({n_docs}, {exp_elogbeta.shape[1]}), got {gamma.shape}.")
+        raise ValueError(
+            f"svb_estep_block: 'gamma_init' must have shape (D, K) = "
+            f"({n_docs}, {exp_elogbeta.shape[1]}), got {gamma.shape}."
+        )
     tiny = cast(1e-100) if dtype == np.float64 else cast(1e-30)
     sstats = np.zeros(exp_elogbeta.shape, dtype=dtype)
     return _svb_estep_block(
         np.ascontiguousarray(indptr, dtype=np.int64),
         np.ascontiguousarray(local, dtype=np.int32),
         np.ascontiguousarray(counts, dtype=dtype),
-        exp_elogbeta, cast(alpha), gamma, int(max_iter), cast(tol), tiny, sstats,
+        exp_elogbeta,
+        cast(alpha),
+        gamma,
+        int(max_iter),
+        cast(tol),
+        tiny,
+        sstats,
     )

@@ -54,24 +54,64 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     __module__ = "sparklda.ml"
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", maxIter=20, seed=None, checkpointInterval=10,
-                 k=10, optimizer="online", learningOffset=1024.0, learningDecay=0.51,
-                 subsamplingRate=0.05, optimizeDocConcentration=False, docConcentration=None,
-                 topicConcentration=None, topicDistributionCol="topicDistribution",
-                 keepLastCheckpoint=True, algorithm=_TP.algorithm, burnInPasses=_TP.burnin,
-                 minibatchSize=_TP.minibatch_size, stepScale=_TP.s_phi, heldoutFraction=0.0,
-                 evalEvery=0, timeBudget=0.0, vocabulary=None, initialModel=None):
+    def __init__(
+        self,
+        *,
+        featuresCol="features",
+        maxIter=20,
+        seed=None,
+        checkpointInterval=10,
+        k=10,
+        optimizer="online",
+        learningOffset=1024.0,
+        learningDecay=0.51,
+        subsamplingRate=0.05,
+        optimizeDocConcentration=False,
+        docConcentration=None,
+        topicConcentration=None,
+        topicDistributionCol="topicDistribution",
+        keepLastCheckpoint=True,
+        algorithm=_TP.algorithm,
+        burnInPasses=_TP.burnin,
+        minibatchSize=_TP.minibatch_size,
+        stepScale=_TP.s_phi,
+        heldoutFraction=0.0,
+        evalEvery=0,
+        timeBudget=0.0,
+        vocabulary=None,
+        initialModel=None,
+    ):
         super().__init__()
         self.setParams(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, *, featuresCol="features", maxIter=20, seed=None, checkpointInterval=10,
-                  k=10, optimizer="online", learningOffset=1024.0, learningDecay=0.51,
-                  subsamplingRate=0.05, optimizeDocConcentration=False, docConcentration=None,
-                  topicConcentration=None, topicDistributionCol="topicDistribution",
-                  keepLastCheckpoint=True, algorithm=_TP.algorithm, burnInPasses=_TP.burnin,
-                  minibatchSize=_TP.minibatch_size, stepScale=_TP.s_phi, heldoutFraction=0.0,
-                  evalEvery=0, timeBudget=0.0, vocabulary=None, initialModel=None) -> LDA:
+    def setParams(
+        self,
+        *,
+        featuresCol="features",
+        maxIter=20,
+        seed=None,
+        checkpointInterval=10,
+        k=10,
+        optimizer="online",
+        learningOffset=1024.0,
+        learningDecay=0.51,
+        subsamplingRate=0.05,
+        optimizeDocConcentration=False,
+        docConcentration=None,
+        topicConcentration=None,
+        topicDistributionCol="topicDistribution",
+        keepLastCheckpoint=True,
+        algorithm=_TP.algorithm,
+        burnInPasses=_TP.burnin,
+        minibatchSize=_TP.minibatch_size,
+        stepScale=_TP.s_phi,
+        heldoutFraction=0.0,
+        evalEvery=0,
+        timeBudget=0.0,
+        vocabulary=None,
+        initialModel=None,
+    ) -> LDA:
         """Set the given Params (only those passed)."""
         kwargs = dict(self._input_kwargs)
         if kwargs.get("seed", 0) is None:
@@ -179,31 +219,43 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         vocab = self.getVocabulary()
         size = declared_size(dataset, col)
         if vocab is not None and size is not None and len(vocab) != size:
-            raise CorpusError(f"The 'vocabulary' parameter has {len(vocab)} terms but column "
-                              f"{col!r} holds vectors of size {size}.")
+            raise CorpusError(
+                f"The 'vocabulary' parameter has {len(vocab)} terms but column "
+                f"{col!r} holds vectors of size {size}."
+            )
         spark = dataset.sparkSession
         initial, initial_desc = _as_topic_model(self.getInitialModel(), spark)
         if initial is not None:
             if initial.k != tp.k:
-                raise ParamError(f"The 'k' parameter of LDA ({tp.k}) must equal the initial "
-                                 f"model's k ({initial.k}) to continue training from it.")
-            if (size is not None and (vocab is None or initial.vocab is None)
-                    and size != initial.vocab_size):
-                raise CorpusError(f"Column {col!r} holds vectors of size {size} but the initial "
-                                  f"model has {initial.vocab_size} terms; set 'vocabulary' (and "
-                                  f"save the initial model with its vocabulary) to merge them.")
+                raise ParamError(
+                    f"The 'k' parameter of LDA ({tp.k}) must equal the initial "
+                    f"model's k ({initial.k}) to continue training from it."
+                )
+            if (
+                size is not None
+                and (vocab is None or initial.vocab is None)
+                and size != initial.vocab_size
+            ):
+                raise CorpusError(
+                    f"Column {col!r} holds vectors of size {size} but the initial "
+                    f"model has {initial.vocab_size} terms; set 'vocabulary' (and "
+                    f"save the initial model with its vocabulary) to merge them."
+                )
         if self.isSet(self.subsamplingRate):
             n_docs = dataset.count()
-            tp.minibatch_size = max(1, math.ceil(self.getSubsamplingRate() * n_docs
-                                                 * (1.0 - tp.heldout_fraction)))
+            tp.minibatch_size = max(
+                1, math.ceil(self.getSubsamplingRate() * n_docs * (1.0 - tp.heldout_fraction))
+            )
         source = from_vectors(dataset, col, vocab=vocab)
         result = fit(source, tp, initial_model=initial)
         tm = result.model
         tm.metadata["evaluations"] = result.evaluations
         if initial is not None:
             tm.metadata["warm_start"] = {
-                "initial_model": initial_desc, "initial_vocab_size": initial.vocab_size,
-                "new_terms": tm.vocab_size - initial.vocab_size}
+                "initial_model": initial_desc,
+                "initial_vocab_size": initial.vocab_size,
+                "new_terms": tm.vocab_size - initial.vocab_size,
+            }
         model = LDAModel(tm)
         self._copyValues(model)
         model._sync_vocabulary()

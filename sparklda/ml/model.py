@@ -71,8 +71,10 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         tm = self.topicModel
         vocab = TypeConverters.toListString(value)
         if len(vocab) != tm.vocab_size:
-            raise CorpusError(f"The 'vocabulary' parameter has {len(vocab)} terms but the model "
-                              f"has {tm.vocab_size}.")
+            raise CorpusError(
+                f"The 'vocabulary' parameter has {len(vocab)} terms but the model "
+                f"has {tm.vocab_size}."
+            )
         self._topic_model = TopicModel(tm.topic_word, tm.alpha, tm.eta, vocab, tm.metadata)
         return self._set(vocabulary=vocab)
 
@@ -107,18 +109,28 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         """A DataFrame of each topic's top terms: ``topic``, ``termIndices``,
         ``termWeights`` (φ̂, descending) and, when the vocabulary is known, ``terms``."""
         from pyspark.sql import SparkSession
-        from pyspark.sql.types import ArrayType, DoubleType, IntegerType, StringType, \
-            StructField, StructType
+        from pyspark.sql.types import (
+            ArrayType,
+            DoubleType,
+            IntegerType,
+            StringType,
+            StructField,
+            StructType,
+        )
 
         rows = self.topicModel.describe_topics(maxTermsPerTopic)
         has_terms = self.topicModel.vocab is not None
-        fields = [StructField("topic", IntegerType(), False),
-                  StructField("termIndices", ArrayType(IntegerType(), False), True),
-                  StructField("termWeights", ArrayType(DoubleType(), False), True)]
+        fields = [
+            StructField("topic", IntegerType(), False),
+            StructField("termIndices", ArrayType(IntegerType(), False), True),
+            StructField("termWeights", ArrayType(DoubleType(), False), True),
+        ]
         if has_terms:
             fields.append(StructField("terms", ArrayType(StringType(), False), True))
-        data = [(r["topic"], r["termIndices"], r["termWeights"], *([r["terms"]] if has_terms
-                                                                   else [])) for r in rows]
+        data = [
+            (r["topic"], r["termIndices"], r["termWeights"], *([r["terms"]] if has_terms else []))
+            for r in rows
+        ]
         return SparkSession.active().createDataFrame(data, StructType(fields))
 
     def _completion(self, dataset):
@@ -129,8 +141,10 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         source = from_vectors(dataset, col)
         size = size if size is not None else source.vocab_size
         if size != tm.vocab_size:
-            raise CorpusError(f"Vectors in column {col!r} have size {size} but the model's "
-                              f"vocabulary has {tm.vocab_size} terms.")
+            raise CorpusError(
+                f"Vectors in column {col!r} have size {size} but the model's "
+                f"vocabulary has {tm.vocab_size} terms."
+            )
         docs, _ = split_documents(source, validate(source))
         blocks = heldout_blocks(docs, self._seed(), np.float64)
         try:
@@ -173,8 +187,10 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
             first = dataset.select(col).dropna().head()
             size = int(first[0].size) if first is not None else None
         if size is not None and size != tm.vocab_size:
-            raise CorpusError(f"Vectors in column {col!r} have size {size} but the model's "
-                              f"vocabulary has {tm.vocab_size} terms.")
+            raise CorpusError(
+                f"Vectors in column {col!r} have size {size} but the model's "
+                f"vocabulary has {tm.vocab_size} terms."
+            )
         return transform(tm, dataset, col, out, FOLDIN_MAX_ITER)
 
     # -- persistence -------------------------------------------------------

@@ -27,9 +27,17 @@ from .. import modes  # noqa: F401  (registers the available modes)
 from ..corpus import check_vector_column
 from ..errors import ParamError
 from ..model import TopicModel
-from ..params import (ALGORITHMS, BY_NAME, DEFAULT_ALPHA, DEFAULT_ETA, Constraint, TrainParams,
-                      check_param, validate_params)
 from ..modes import MODES
+from ..params import (
+    ALGORITHMS,
+    BY_NAME,
+    DEFAULT_ALPHA,
+    DEFAULT_ETA,
+    Constraint,
+    TrainParams,
+    check_param,
+    validate_params,
+)
 
 log = logging.getLogger("sparklda.ml")
 
@@ -42,34 +50,60 @@ _TP = TrainParams()
 
 #: pyspark Param -> the TrainParams field it sets (for every algorithm).
 TRAIN_PARAM_NAMES = {
-    "k": "k", "maxIter": "passes", "seed": "seed", "checkpointInterval": "checkpoint_interval",
-    "docConcentration": "alpha", "topicConcentration": "eta", "burnInPasses": "burnin",
-    "minibatchSize": "minibatch_size", "stepScale": "s_phi", "heldoutFraction": "heldout_fraction",
-    "evalEvery": "eval_every", "timeBudget": "time_budget",
+    "k": "k",
+    "maxIter": "passes",
+    "seed": "seed",
+    "checkpointInterval": "checkpoint_interval",
+    "docConcentration": "alpha",
+    "topicConcentration": "eta",
+    "burnInPasses": "burnin",
+    "minibatchSize": "minibatch_size",
+    "stepScale": "s_phi",
+    "heldoutFraction": "heldout_fraction",
+    "evalEvery": "eval_every",
+    "timeBudget": "time_budget",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
 #: (with a logged note) when none does.
-STEP_PARAM_NAMES = {"learningOffset": ("tau_phi", "learning_offset"),
-                    "learningDecay": ("kappa_phi", "learning_decay")}
+STEP_PARAM_NAMES = {
+    "learningOffset": ("tau_phi", "learning_offset"),
+    "learningDecay": ("kappa_phi", "learning_decay"),
+}
 
 #: Params with no TrainParams field of the same form, checked by the same validator.
-OPTIMIZER = Constraint("optimizer", str, options=tuple(sorted(OPTIMIZER_ALIASES)) + ALGORITHMS,
-                       doc="pyspark's name of the algorithm.")
-SUBSAMPLING_RATE = Constraint("subsamplingRate", float, 0, 1, low_open=True,
-                              doc="Fraction of the documents per round.")
-CHECKPOINT_INTERVAL = Constraint("checkpointInterval", int, 1, special=(-1,),
-                                 note="or -1 to disable checkpoints",
-                                 doc="CVB0/CVB: checkpoint every n iterations.")
-TOPIC_CONCENTRATION = replace(BY_NAME["eta"], name="topicConcentration", special=(-1,),
-                              note=f"or None or -1 for the default {DEFAULT_ETA}")
+OPTIMIZER = Constraint(
+    "optimizer",
+    str,
+    options=tuple(sorted(OPTIMIZER_ALIASES)) + ALGORITHMS,
+    doc="pyspark's name of the algorithm.",
+)
+SUBSAMPLING_RATE = Constraint(
+    "subsamplingRate", float, 0, 1, low_open=True, doc="Fraction of the documents per round."
+)
+CHECKPOINT_INTERVAL = Constraint(
+    "checkpointInterval",
+    int,
+    1,
+    special=(-1,),
+    note="or -1 to disable checkpoints",
+    doc="CVB0/CVB: checkpoint every n iterations.",
+)
+TOPIC_CONCENTRATION = replace(
+    BY_NAME["eta"],
+    name="topicConcentration",
+    special=(-1,),
+    note=f"or None or -1 for the default {DEFAULT_ETA}",
+)
 
 
 def doc_concentration_constraint(k) -> Constraint:
     """``docConcentration``: α's range, as a number or a list of 1 or ``k`` of them."""
-    return replace(BY_NAME["alpha"], name="docConcentration",
-                   note=f"or a list of 1 or k={k} such floats (None or [-1] for the default "
-                        f"{DEFAULT_ALPHA})")
+    return replace(
+        BY_NAME["alpha"],
+        name="docConcentration",
+        note=f"or a list of 1 or k={k} such floats (None or [-1] for the default {DEFAULT_ALPHA})",
+    )
 
 
 def _to_concentration_list(value):
@@ -86,117 +120,175 @@ def _to_initial_model(value):
         return value
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    raise TypeError(f"initialModel must be a sparklda LDAModel, a sparklda TopicModel or the path "
-                    f"of a saved model; got {type(value).__name__}.")
+    raise TypeError(
+        f"initialModel must be a sparklda LDAModel, a sparklda TopicModel or the path "
+        f"of a saved model; got {type(value).__name__}."
+    )
 
 
 class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     """Params shared by :class:`LDA` and :class:`LDAModel` (pyspark's names first)."""
 
-    k = Param(Params._dummy(), "k", "K, the number of topics. Must be > 1.",
-              typeConverter=TypeConverters.toInt)
+    k = Param(
+        Params._dummy(),
+        "k",
+        "K, the number of topics. Must be > 1.",
+        typeConverter=TypeConverters.toInt,
+    )
     optimizer = Param(
-        Params._dummy(), "optimizer",
+        Params._dummy(),
+        "optimizer",
         "pyspark's name for the inference algorithm: 'online' (= 'scvb0') or 'em' (= 'cvb0'); "
         "sparklda's algorithm names are accepted too. Setting it and 'algorithm' to different "
         "algorithms is an error.",
-        typeConverter=TypeConverters.toString)
+        typeConverter=TypeConverters.toString,
+    )
     learningOffset = Param(
-        Params._dummy(), "learningOffset",
+        Params._dummy(),
+        "learningOffset",
         "τ of the topic step size: ρ = s/(τ+t)^κ for SCVB0 (τ of ρ^Φ in Foulds et al. 2013, "
         "default 1000), ρ = (τ0+t)^-κ for SVB (τ0 in Hoffman et al. 2010, default 1024). "
         "Used only when set explicitly; ignored by CVB0 and CVB. Must be > 0.",
-        typeConverter=TypeConverters.toFloat)
+        typeConverter=TypeConverters.toFloat,
+    )
     learningDecay = Param(
-        Params._dummy(), "learningDecay",
+        Params._dummy(),
+        "learningDecay",
         "κ of the topic step size (SCVB0 default 0.9, SVB default 0.7); used only when set "
         "explicitly; ignored by CVB0 and CVB. In (0.5, 1] for convergence.",
-        typeConverter=TypeConverters.toFloat)
+        typeConverter=TypeConverters.toFloat,
+    )
     subsamplingRate = Param(
-        Params._dummy(), "subsamplingRate",
+        Params._dummy(),
+        "subsamplingRate",
         "Fraction of the documents in each round (minibatch), in (0, 1]. Used only when set "
         "explicitly; otherwise minibatchSize applies.",
-        typeConverter=TypeConverters.toFloat)
+        typeConverter=TypeConverters.toFloat,
+    )
     optimizeDocConcentration = Param(
-        Params._dummy(), "optimizeDocConcentration",
+        Params._dummy(),
+        "optimizeDocConcentration",
         "Accepted for compatibility with pyspark; sparklda keeps α fixed (a warning is issued "
         "when this is True).",
-        typeConverter=TypeConverters.toBoolean)
+        typeConverter=TypeConverters.toBoolean,
+    )
     docConcentration = Param(
-        Params._dummy(), "docConcentration",
+        Params._dummy(),
+        "docConcentration",
         "α, the symmetric Dirichlet prior of the documents' topic proportions θ: a number in "
         "(0, 1e4], or a list of 1 or k equal such numbers. None or [-1] selects the default 0.1.",
-        typeConverter=_to_concentration_list)
+        typeConverter=_to_concentration_list,
+    )
     topicConcentration = Param(
-        Params._dummy(), "topicConcentration",
+        Params._dummy(),
+        "topicConcentration",
         "η, the Dirichlet prior of the topics' term distributions φ, in (0, 1e4]. None or -1 "
         "selects the default 0.01.",
-        typeConverter=TypeConverters.toFloat)
+        typeConverter=TypeConverters.toFloat,
+    )
     topicDistributionCol = Param(
-        Params._dummy(), "topicDistributionCol",
+        Params._dummy(),
+        "topicDistributionCol",
         "Output column of the documents' topic proportions θ. Documents with no known terms get "
         "the uniform vector 1/K (pyspark: zeros).",
-        typeConverter=TypeConverters.toString)
+        typeConverter=TypeConverters.toString,
+    )
     keepLastCheckpoint = Param(
-        Params._dummy(), "keepLastCheckpoint",
+        Params._dummy(),
+        "keepLastCheckpoint",
         "Accepted for compatibility with pyspark; has no effect.",
-        typeConverter=TypeConverters.toBoolean)
+        typeConverter=TypeConverters.toBoolean,
+    )
     # -- ours ---------------------------------------------------------------
     algorithm = Param(
-        Params._dummy(), "algorithm",
+        Params._dummy(),
+        "algorithm",
         "Inference algorithm: 'scvb0' (stochastic collapsed variational Bayes, Foulds et al. "
         "2013), 'cvb0', 'cvb' or 'svb' (online variational Bayes, Hoffman et al. 2010).",
-        typeConverter=TypeConverters.toString)
+        typeConverter=TypeConverters.toString,
+    )
     burnInPasses = Param(
-        Params._dummy(), "burnInPasses",
+        Params._dummy(),
+        "burnInPasses",
         "SCVB0: burn-in passes over each document updating only its N^Θ before the pass that "
         "accumulates topic statistics (Algorithm 2 of Foulds et al. 2013). >= 0.",
-        typeConverter=TypeConverters.toInt)
+        typeConverter=TypeConverters.toInt,
+    )
     minibatchSize = Param(
-        Params._dummy(), "minibatchSize",
+        Params._dummy(),
+        "minibatchSize",
         "Documents per round (|M| in Foulds et al. 2013). >= 1.",
-        typeConverter=TypeConverters.toInt)
+        typeConverter=TypeConverters.toInt,
+    )
     stepScale = Param(
-        Params._dummy(), "stepScale",
+        Params._dummy(),
+        "stepScale",
         "SCVB0: s of the topic step size ρ^Φ = s/(τ+t)^κ (t in minibatches of 100 documents; "
         "paper: 10). > 0.",
-        typeConverter=TypeConverters.toFloat)
+        typeConverter=TypeConverters.toFloat,
+    )
     heldoutFraction = Param(
-        Params._dummy(), "heldoutFraction",
+        Params._dummy(),
+        "heldoutFraction",
         "Fraction of the documents held out of training (seeded) to measure held-out quality "
         "during training, in [0, 1).",
-        typeConverter=TypeConverters.toFloat)
+        typeConverter=TypeConverters.toFloat,
+    )
     evalEvery = Param(
-        Params._dummy(), "evalEvery",
+        Params._dummy(),
+        "evalEvery",
         "Score the held-out documents every n rounds (0: only at the end); see "
         "LDAModel.trainingHistory().",
-        typeConverter=TypeConverters.toInt)
+        typeConverter=TypeConverters.toInt,
+    )
     timeBudget = Param(
-        Params._dummy(), "timeBudget",
+        Params._dummy(),
+        "timeBudget",
         "Stop training after this many seconds (checked between rounds); 0 or inf = no limit.",
-        typeConverter=TypeConverters.toFloat)
+        typeConverter=TypeConverters.toFloat,
+    )
     vocabulary = Param(
-        Params._dummy(), "vocabulary",
+        Params._dummy(),
+        "vocabulary",
         "The terms of the vector columns, in index order (e.g. CountVectorizerModel.vocabulary). "
         "Optional; lets describeTopics name the terms and warm starts merge vocabularies.",
-        typeConverter=TypeConverters.toListString)
+        typeConverter=TypeConverters.toListString,
+    )
     initialModel = Param(
-        Params._dummy(), "initialModel",
+        Params._dummy(),
+        "initialModel",
         "Warm start: continue training from this model (an LDAModel, a TopicModel, or the path of "
         "a saved LDAModel, TopicModel or PipelineModel). Its terms keep their ids; new terms of "
         "'vocabulary' are appended and start from the prior.",
-        typeConverter=_to_initial_model)
+        typeConverter=_to_initial_model,
+    )
 
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(
-            maxIter=20, checkpointInterval=10, k=10, optimizer="online", learningOffset=1024.0,
-            learningDecay=0.51, subsamplingRate=0.05, optimizeDocConcentration=False,
-            docConcentration=None, topicConcentration=None,
-            topicDistributionCol="topicDistribution", keepLastCheckpoint=True, seed=0,
-            algorithm=_TP.algorithm, burnInPasses=_TP.burnin, minibatchSize=_TP.minibatch_size,
+            maxIter=20,
+            checkpointInterval=10,
+            k=10,
+            optimizer="online",
+            learningOffset=1024.0,
+            learningDecay=0.51,
+            subsamplingRate=0.05,
+            optimizeDocConcentration=False,
+            docConcentration=None,
+            topicConcentration=None,
+            topicDistributionCol="topicDistribution",
+            keepLastCheckpoint=True,
+            seed=0,
+            algorithm=_TP.algorithm,
+            burnInPasses=_TP.burnin,
+            minibatchSize=_TP.minibatch_size,
             stepScale=_TP.s_phi,
-            heldoutFraction=0.0, evalEvery=0, timeBudget=0.0, vocabulary=None, initialModel=None)
+            heldoutFraction=0.0,
+            evalEvery=0,
+            timeBudget=0.0,
+            vocabulary=None,
+            initialModel=None,
+        )
 
     # -- getters ---------------------------------------------------------
     def getK(self) -> int:
@@ -266,8 +358,10 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         alg = self.getAlgorithm()
         check_param(BY_NAME["algorithm"], alg, name="algorithm")
         if self.isSet(self.algorithm) and self.isSet(self.optimizer) and from_opt != alg:
-            raise ParamError(f"The 'optimizer' parameter ({opt!r}, i.e. {from_opt!r}) and the "
-                             f"'algorithm' parameter ({alg!r}) of LDA disagree; set only one.")
+            raise ParamError(
+                f"The 'optimizer' parameter ({opt!r}, i.e. {from_opt!r}) and the "
+                f"'algorithm' parameter ({alg!r}) of LDA disagree; set only one."
+            )
         if not self.isSet(self.algorithm) and self.isSet(self.optimizer):
             return from_opt, "optimizer"
         return alg, "algorithm"
@@ -281,9 +375,11 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         if len(vals) not in (1, self.getK()) or not all(c.accepts(v) for v in vals):
             raise c.error(vals)
         if len(set(vals)) > 1:
-            raise ParamError(f"The 'docConcentration' parameter of LDA must be symmetric (one α "
-                             f"for every topic: a float or a list of equal floats); sparklda does "
-                             f"not support an asymmetric α. Got {vals!r} instead.")
+            raise ParamError(
+                f"The 'docConcentration' parameter of LDA must be symmetric (one α "
+                f"for every topic: a float or a list of equal floats); sparklda does "
+                f"not support an asymmetric α. Got {vals!r} instead."
+            )
         return float(vals[0])
 
     def _eta(self) -> float:
@@ -294,7 +390,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         return DEFAULT_ETA if eta == -1 else eta
 
     def _seed(self) -> int:
-        return int(self.getSeed()) & (2 ** 63 - 1)
+        return int(self.getSeed()) & (2**63 - 1)
 
     def _param_value(self, name: str):
         """The value a Param gives its TrainParams field."""
@@ -316,11 +412,17 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         :class:`~sparklda.errors.ParamError`. Runs no Spark job."""
         check_param(SUBSAMPLING_RATE, self.getSubsamplingRate())
         if self.isSet(self.subsamplingRate) and self.isSet(self.minibatchSize):
-            raise ParamError("The 'subsamplingRate' and 'minibatchSize' parameters of LDA both "
-                             "set the documents per round; set only one.")
+            raise ParamError(
+                "The 'subsamplingRate' and 'minibatchSize' parameters of LDA both "
+                "set the documents per round; set only one."
+            )
         if self.getOptimizeDocConcentration():
-            warnings.warn("optimizeDocConcentration=True is not supported by sparklda: α stays "
-                          "fixed at docConcentration.", UserWarning, stacklevel=3)
+            warnings.warn(
+                "optimizeDocConcentration=True is not supported by sparklda: α stays "
+                "fixed at docConcentration.",
+                UserWarning,
+                stacklevel=3,
+            )
         algorithm, chosen_by = self._algorithm()
         values = {"algorithm": algorithm, "foldin_max_iter": FOLDIN_MAX_ITER}
         aliases = {"algorithm": chosen_by}
@@ -340,8 +442,10 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
                 values[field] = self.getOrDefault(name)
         tp = validate_params(values, "LDA", aliases=aliases)
         if algorithm not in MODES:
-            raise ParamError(f"The {algorithm!r} algorithm is not available in this installation "
-                             f"of sparklda; available: {sorted(MODES)}.")
+            raise ParamError(
+                f"The {algorithm!r} algorithm is not available in this installation "
+                f"of sparklda; available: {sorted(MODES)}."
+            )
         return tp
 
 

@@ -53,8 +53,10 @@ def load_topic_model(path: str, spark=None) -> TopicModel:
         found = _lda_model_payload(f"{stages}/{name}", spark)
         if found is not None:
             return TopicModel.load(found, spark)
-    raise FileNotFoundError(f"No sparklda model at {path!r}: expected a TopicModel, an "
-                            f"LDAModel or a PipelineModel with an LDAModel stage.")
+    raise FileNotFoundError(
+        f"No sparklda model at {path!r}: expected a TopicModel, an "
+        f"LDAModel or a PipelineModel with an LDAModel stage."
+    )
 
 
 def _lda_model_payload(path: str, spark=None) -> str | None:
@@ -104,9 +106,13 @@ def _save_stage(writer: MLWriter, path: str, kind: str, record: dict, payload) -
     spark = writer.sparkSession
     target = CommittedDir(path, kind, spark)
     files = target.files
-    latest = target.check_target(writer.shouldOverwrite, "model" if kind == MODEL_KIND else
-                                 "estimator", legacy=LEGACY, is_ours=_ours(files, target.root),
-                                 hint=". To overwrite it, use write().overwrite().save(path).")
+    latest = target.check_target(
+        writer.shouldOverwrite,
+        "model" if kind == MODEL_KIND else "estimator",
+        legacy=LEGACY,
+        is_ours=_ours(files, target.root),
+        hint=". To overwrite it, use write().overwrite().save(path).",
+    )
     version, seq = target.new_version(latest)
     base = f"{target.root}/{version}"
     files.write_json(f"{base}/params", record)
@@ -149,9 +155,11 @@ class _CommittedWriter(MLWriter):
 
     def _record(self, extra: dict, skip=("vocabulary", "initialModel")) -> dict:
         text = DefaultParamsWriter._get_metadata_to_save(
-            self.instance, self.sparkSession.sparkContext,
+            self.instance,
+            self.sparkSession.sparkContext,
             extraMetadata={"sparkldaVersion": __version__, **extra},
-            paramMap=_json_params(self.instance, skip=skip))
+            paramMap=_json_params(self.instance, skip=skip),
+        )
         return json.loads(text)
 
 
@@ -162,8 +170,13 @@ class LDAModelWriter(_CommittedWriter):
         tm = self.instance.topicModel
         tm.check_finite()
         spark = self.sparkSession
-        _save_stage(self, path, MODEL_KIND, self._record({}),
-                    lambda base: tm.write_payload(f"{base}/topicModel", spark))
+        _save_stage(
+            self,
+            path,
+            MODEL_KIND,
+            self._record({}),
+            lambda base: tm.write_payload(f"{base}/topicModel", spark),
+        )
 
 
 class LDAModelReader(MLReader):
@@ -234,8 +247,7 @@ class LDAReader(MLReader):
                 sub_record = SparkFiles(spark).read_json(f"{base}/initialModelParams")
                 model = self.model_cls(TopicModel.load(sub, spark))
                 model._resetUid(sub_record["uid"])
-                DefaultParamsReader.getAndSetParams(model, sub_record,
-                                                    skipParams=["vocabulary"])
+                DefaultParamsReader.getAndSetParams(model, sub_record, skipParams=["vocabulary"])
                 model._sync_vocabulary()
                 est._set(initialModel=model)
             else:

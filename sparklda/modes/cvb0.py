@@ -76,8 +76,9 @@ def pair_ids(block: DocBlock, vocab_size: int) -> np.ndarray:
     return docs * np.int64(vocab_size) + block.global_pairs().astype(np.int64)
 
 
-def initial_gamma(block: DocBlock, seed: int, vocab_size: int, k: int, dtype,
-                  phi=None) -> np.ndarray:
+def initial_gamma(
+    block: DocBlock, seed: int, vocab_size: int, k: int, dtype, phi=None
+) -> np.ndarray:
     """γ of every pair of ``block`` at the start of training, (nnz, K).
 
     Random: rows of :func:`sparklda.kernels.uniform_matrix` keyed by (seed,
@@ -109,9 +110,20 @@ def sweep_kernel(alpha, eta, w_eta, second_order):
         if block.nnz:
             rows = nphi[block.terms]
             var_rows = var_phi[block.terms] if second_order else None
-            cvb0_block(block.indptr, block.local, block.counts.astype(gamma.dtype, copy=False),
-                       gamma, rows, nz, alpha, eta, w_eta, second_order, var_rows,
-                       var_z if second_order else None)
+            cvb0_block(
+                block.indptr,
+                block.local,
+                block.counts.astype(gamma.dtype, copy=False),
+                gamma,
+                rows,
+                nz,
+                alpha,
+                eta,
+                w_eta,
+                second_order,
+                var_rows,
+                var_z if second_order else None,
+            )
         return gamma
 
     return run
@@ -122,7 +134,8 @@ def pair_sums(block: DocBlock, values: np.ndarray) -> np.ndarray:
     nnz = block.nnz
     m = scipy.sparse.csr_matrix(
         (block.counts.astype(np.float64), (block.local, np.arange(nnz))),
-        shape=(len(block.terms), nnz))
+        shape=(len(block.terms), nnz),
+    )
     return np.asarray(m @ np.asarray(values, dtype=np.float64))
 
 
@@ -154,9 +167,16 @@ class CVB0(Mode):
         self.w_eta = self.v * params.eta
         self.initial_topic_word = initial_topic_word
         self.gamma_bytes = int(corpus.n_train_pairs) * self.k * self.dtype.itemsize
-        log.info("%s keeps γ for %d (document, term) pairs × %d topics in %s: %.1f MB "
-                 "(%d bytes) in the cached blocks", self.name.upper(), corpus.n_train_pairs,
-                 self.k, self.dtype.name, self.gamma_bytes / 1e6, self.gamma_bytes)
+        log.info(
+            "%s keeps γ for %d (document, term) pairs × %d topics in %s: %.1f MB "
+            "(%d bytes) in the cached blocks",
+            self.name.upper(),
+            corpus.n_train_pairs,
+            self.k,
+            self.dtype.name,
+            self.gamma_bytes / 1e6,
+            self.gamma_bytes,
+        )
 
     # -- the round plan --------------------------------------------------
     @property
@@ -191,8 +211,12 @@ class CVB0(Mode):
     def round_value(self, t):
         d = self.dtype
         if self.second_order:
-            return (self.nphi.astype(d), self.nz.astype(d), self.var_phi.astype(d),
-                    self.var_z.astype(d))
+            return (
+                self.nphi.astype(d),
+                self.nz.astype(d),
+                self.var_phi.astype(d),
+                self.var_z.astype(d),
+            )
         return self.nphi.astype(d), self.nz.astype(d), None, None
 
     def kernel(self, t):
@@ -206,16 +230,21 @@ class CVB0(Mode):
         self.tokens_seen += tokens
         self.docs_seen += int(stats.extra.get("docs", 0))
         # the fraction of the tokens' expected topic assignments that moved
-        return {"nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),
-                "partitions": self.n_partitions}
+        return {
+            "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),
+            "partitions": self.n_partitions,
+        }
 
     def topic_word(self):
         return self.nphi.copy()
 
     def report(self):
-        return {"gamma_bytes": self.gamma_bytes, "gamma_dtype": self.dtype.name,
-                "pairs": int(self.corpus.n_train_pairs),
-                "checkpoint_interval": self.params.checkpoint_interval}
+        return {
+            "gamma_bytes": self.gamma_bytes,
+            "gamma_dtype": self.dtype.name,
+            "pairs": int(self.corpus.n_train_pairs),
+            "checkpoint_interval": self.params.checkpoint_interval,
+        }
 
 
 class CVB(CVB0):

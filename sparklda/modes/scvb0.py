@@ -31,8 +31,9 @@ from .base import Mode
 INIT_MASS = 0.1
 
 
-def round_step(docs_seen: int, m_docs: int, s: float, tau: float, kappa: float,
-               ref_minibatch: int) -> float:
+def round_step(
+    docs_seen: int, m_docs: int, s: float, tau: float, kappa: float, ref_minibatch: int
+) -> float:
     """ρ for a round of ``m_docs`` documents after ``docs_seen`` documents.
 
     ρ = 1 − Π_{d=docs_seen}^{docs_seen+m_docs−1} (1 − ρ_d),
@@ -67,9 +68,20 @@ def scvb0_kernel(seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_th
         k = rows.shape[1]
         theta0 = init_doc_stats(
             uniform_matrix(seed, Stream.DOC_INIT + pass_no, block.doc_ids, k, dtype),
-            block.doc_lengths())
-        return scvb0_block(block.indptr, block.local, block.counts.astype(dtype, copy=False),
-                           rows, theta0, alpha, burnin, s_theta, tau_theta, kappa_theta)
+            block.doc_lengths(),
+        )
+        return scvb0_block(
+            block.indptr,
+            block.local,
+            block.counts.astype(dtype, copy=False),
+            rows,
+            theta0,
+            alpha,
+            burnin,
+            s_theta,
+            tau_theta,
+            kappa_theta,
+        )
 
     return run
 
@@ -103,22 +115,32 @@ class SCVB0(Mode):
 
     def kernel(self, t):
         p = self.params
-        return scvb0_kernel(p.seed, t // self.rounds_per_pass, p.alpha, p.eta, p.burnin,
-                          p.s_theta, p.tau_theta, p.kappa_theta)
+        return scvb0_kernel(
+            p.seed,
+            t // self.rounds_per_pass,
+            p.alpha,
+            p.eta,
+            p.burnin,
+            p.s_theta,
+            p.tau_theta,
+            p.kappa_theta,
+        )
 
     def update(self, stats, t):
         p = self.params
         s = self.slice_of_round(t)
         m_docs = int(self.corpus.slice_docs[s])
         m_tokens = float(self.corpus.slice_tokens[s])
-        rho = round_step(self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi,
-                         p.schedule_minibatch)
+        rho = round_step(
+            self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi, p.schedule_minibatch
+        )
         if m_tokens > 0 and len(stats.terms):
             self.slice_terms.setdefault(s, stats.terms)
             factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
             self.scale *= 1.0 - rho
-            totals = add_scaled_rows(self.base, self.base_cast, stats.terms, stats.rows,
-                                     factor / self.scale)
+            totals = add_scaled_rows(
+                self.base, self.base_cast, stats.terms, stats.rows, factor / self.scale
+            )
             self.nz = (1.0 - rho) * self.nz + factor * totals
             if self.scale < 1e-6:
                 self.base *= self.scale

@@ -52,8 +52,14 @@ from .base import Mode
 GAMMA_SHAPE = 100.0
 
 
-def gamma_draws(seed: int, stream: int, doc_ids: np.ndarray, k: int, dtype=np.float64,
-                shape: float = GAMMA_SHAPE) -> np.ndarray:
+def gamma_draws(
+    seed: int,
+    stream: int,
+    doc_ids: np.ndarray,
+    k: int,
+    dtype=np.float64,
+    shape: float = GAMMA_SHAPE,
+) -> np.ndarray:
     """(len(doc_ids), k) draws of Gamma(shape, scale=1/shape), row j a function
     of (seed, stream, doc_ids[j]) only.
 
@@ -92,9 +98,16 @@ def svb_kernel(seed, pass_no, alpha, max_iter, tol):
         k = expelogbeta.shape[1]
         rows = expelogbeta[block.terms]
         gamma0 = gamma_draws(seed, Stream.DOC_GAMMA + pass_no, block.doc_ids, k, dtype)
-        _, sstats = svb_estep_block(block.indptr, block.local,
-                                    block.counts.astype(dtype, copy=False), rows, alpha,
-                                    gamma0, max_iter, tol)
+        _, sstats = svb_estep_block(
+            block.indptr,
+            block.local,
+            block.counts.astype(dtype, copy=False),
+            rows,
+            alpha,
+            gamma0,
+            max_iter,
+            tol,
+        )
         return sstats
 
     return run
@@ -143,8 +156,7 @@ class SVB(Mode):
 
     def kernel(self, t):
         p = self.params
-        return svb_kernel(p.seed, t // self.rounds_per_pass, p.alpha, p.estep_max_iter,
-                        p.estep_tol)
+        return svb_kernel(p.seed, t // self.rounds_per_pass, p.alpha, p.estep_max_iter, p.estep_tol)
 
     def update(self, stats, t):
         p = self.params
@@ -170,6 +182,11 @@ class SVB(Mode):
 
     def report(self):
         p = self.params
-        return {"batch": self.batch, "learning_offset": p.learning_offset,
-                "learning_decay": p.learning_decay, "estep_tol": p.estep_tol,
-                "estep_max_iter": p.estep_max_iter, "last_rho": self.last_rho}
+        return {
+            "batch": self.batch,
+            "learning_offset": p.learning_offset,
+            "learning_decay": p.learning_decay,
+            "estep_tol": p.estep_tol,
+            "estep_max_iter": p.estep_max_iter,
+            "last_rho": self.last_rho,
+        }

@@ -32,7 +32,11 @@ log = logging.getLogger("sparklda")
 
 
 def fit(
-    source: DocSource, params: TrainParams, initial_model=None, callbacks: Sequence[Callback] = ()
+    source: DocSource,
+    params: TrainParams,
+    initial_model=None,
+    callbacks: Sequence[Callback] = (),
+    resume: bool = False,
 ) -> TrainResult:
     """Validate ``params`` and the documents, build the corpus and train.
 
@@ -50,6 +54,10 @@ def fit(
     callbacks : :class:`~sparklda.training.Callback` objects, told when the
         corpus is built, after each round and after each evaluation; any of
         them may stop training early.
+    resume : continue a killed run from the newest checkpoint in
+        ``params.checkpoint_dir`` (written every ``checkpoint_interval`` rounds
+        and/or ``checkpoint_seconds``); the model then equals the one the
+        uninterrupted run would have produced.
 
     Elapsed times in the result count from the start of this call, so corpus
     building (block layout and caching) is included.
@@ -73,7 +81,9 @@ def fit(
             cb.on_corpus(corpus)
         build_seconds = time.perf_counter() - start
         log.info("corpus built in %.2f s: %s", build_seconds, corpus.report)
-        result = train(corpus, params, initial, callbacks=callbacks, clock_start=start)
+        result = train(
+            corpus, params, initial, callbacks=callbacks, clock_start=start, resume=resume
+        )
     finally:
         corpus.unpersist()
     result.report["corpus_build_seconds"] = build_seconds

@@ -16,6 +16,7 @@ lineage with a :class:`PeriodicCheckpointer`.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import shutil
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pyspark.sql import SparkSession
 
 from .evaluation import HeldoutScore, completion_loglik
 from .stats import TopicStats
@@ -286,6 +288,15 @@ class Executor:
         """Executor facts for the latest round's record (for example checkpoints)."""
         return {}
 
+    def save_states(self, path: str) -> None:
+        """Stateful modes: write every block's state to ``path`` (any Spark file system)."""
+        raise NotImplementedError
+
+    def load_states(self, mode, path: str) -> None:
+        """Stateful modes: take the block states written by :meth:`save_states` (instead
+        of :meth:`init_states`)."""
+        raise NotImplementedError
+
     def report(self) -> dict:
         return {}
 
@@ -368,6 +379,59 @@ class ClassicExecutor(Executor):
             shipped_bytes=value_nbytes(value),
             driver_bytes=sum(p.nbytes for p in parts),
         )
+
+    def save_states(self, path: str) -> None:
+        def encode(index, items):
+            for block, state, _ in items:
+                buf = io.BytesIO()
+                np.save(buf, np.ascontiguousarray(state), allow_pickle=False)
+                yield index, int(block.n_docs), bytearray(buf.getvalue())
+
+        spark = SparkSession.builder.getOrCreate()
+        rows = self.states.mapPartitionsWithIndex(encode)
+        (
+            spark.createDataFrame(rows, "part int, docs int, state binary")
+            .write.mode("errorifexists")
+            .parquet(path)
+        )
+
+    def load_states(self, mode, path: str) -> None:
+        self.checkpointer = PeriodicCheckpointer(
+            self.sc, self.checkpoint_interval, f"the {mode.name} block states"
+        )
+        spark = SparkSession.builder.getOrCreate()
+        n = self.corpus.train.getNumPartitions()
+
+        def decode(row):
+            return np.load(io.BytesIO(bytes(row[1])), allow_pickle=False)
+
+        saved = (
+            spark.read.parquet(path)
+            .select("part", "state")
+            .rdd.map(lambda r: (int(r[0]), r))
+            .partitionBy(n, lambda part: part)
+            .values()
+            .map(decode)
+        )
+
+        def check(pair):
+            block, state = pair
+            if state.shape[0] != block.nnz:
+                raise ValueError(
+                    f"a checkpointed block state has {state.shape[0]} rows; its "
+                    f"block has {block.nnz} (document, term) pairs"
+                )
+            return block, state, 0.0
+
+        states = (
+            self.corpus.train.zip(saved)
+            .map(check, preservesPartitioning=True)
+            .setName(f"sparklda {mode.name} block states (restored)")
+        )
+        self.checkpointer.update(states)
+        self.states = states
+        self._collect(states, lambda it: [sum(1 for _ in it)])  # materialise it once
+        self.checkpointer.materialized()
 
     def score(self, phi, alpha, max_iter):
         if self.corpus.heldout is None:

@@ -91,8 +91,16 @@ class TrainParams:
     parts_per_slice: int = 0
     #: Fold-in iterations for evaluation and transform.
     foldin_max_iter: int = 100
-    #: CVB0/CVB: checkpoint the γ blocks every n iterations (0: never).
+    #: Checkpoint every n rounds (0: never): the driver state to ``checkpoint_dir`` when it
+    #: is set (every mode; resume continues from it), and for CVB0/CVB also the lineage of
+    #: their γ blocks (Spark's checkpointInterval).
     checkpoint_interval: int = 10
+    #: Directory (any Spark file system) of the resumable training checkpoints ("": none).
+    checkpoint_dir: str = ""
+    #: Also checkpoint when this many seconds passed since the last one (0: by rounds only).
+    checkpoint_seconds: float = 0.0
+    #: Keep the last checkpoint after training succeeds (pyspark's keepLastCheckpoint).
+    keep_checkpoint: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -325,9 +333,17 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "checkpoint_interval",
         int,
         0,
-        algorithms=_CVB,
-        doc="Checkpoint the γ blocks every n iterations (0: never).",
+        doc="Checkpoint every n rounds (0: never): driver state to checkpoint_dir, CVB0/CVB "
+        "γ lineage.",
     ),
+    Constraint("checkpoint_dir", str, doc="Directory of resumable checkpoints ('': none)."),
+    Constraint(
+        "checkpoint_seconds",
+        float,
+        0,
+        doc="Also checkpoint after this many seconds since the last one (0: rounds only).",
+    ),
+    Constraint("keep_checkpoint", bool, doc="Keep the last checkpoint after success."),
 )
 
 #: name -> :class:`Constraint`.

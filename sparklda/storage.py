@@ -24,6 +24,7 @@ readers ignore them).
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import json
 import logging
 import re
@@ -219,6 +220,30 @@ class SparkFiles:
             raise
         return [json.loads(r[0]) for r in rows if r[0]]
 
+    def write_arrays(
+        self, path: str, arrays: dict[str, np.ndarray], chunk_bytes: int = 32 << 20
+    ) -> None:
+        """numpy arrays, bit for bit (``np.save`` bytes in chunks), as Parquet at ``path``."""
+        rows = []
+        for name, arr in arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            data = buf.getvalue()
+            for i in range(0, max(len(data), 1), chunk_bytes):
+                rows.append((name, i // chunk_bytes, bytearray(data[i : i + chunk_bytes])))
+        df = self.spark.createDataFrame(rows, "name string, chunk int, data binary")
+        df.coalesce(1).write.mode("errorifexists").parquet(path)
+
+    def read_arrays(self, path: str) -> dict[str, np.ndarray]:
+        rows = self.spark.read.parquet(path).collect()
+        parts: dict[str, list] = {}
+        for name, chunk, data in rows:
+            parts.setdefault(name, []).append((chunk, bytes(data)))
+        return {
+            name: np.load(io.BytesIO(b"".join(d for _, d in sorted(chunks))), allow_pickle=False)
+            for name, chunks in parts.items()
+        }
+
     def write_table(self, path: str, table, rows_per_file: int = 100_000) -> None:
         """A pyarrow Table as Parquet at ``path`` (through Spark's writer)."""
         df = self.spark.createDataFrame(table)
@@ -352,3 +377,32 @@ class CommittedDir:
     def remove(self) -> None:
         """Delete the whole directory (classic sessions)."""
         self.files.delete(self.root)
+
+
+def split_state(state: dict[str, Any], prefix: str = "") -> tuple[dict, dict[str, np.ndarray]]:
+    """(JSON part, arrays by slash-joined key) of a nested dict of arrays and scalars."""
+    scalars: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    for key, value in state.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, np.ndarray):
+            arrays[name] = value
+        elif isinstance(value, dict):
+            sub_scalars, sub_arrays = split_state(value, f"{name}/")
+            scalars[key] = sub_scalars
+            arrays.update(sub_arrays)
+        else:
+            scalars[key] = value.item() if isinstance(value, np.generic) else value
+    return scalars, arrays
+
+
+def join_state(scalars: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The inverse of :func:`split_state`."""
+    out: dict[str, Any] = json.loads(json.dumps(scalars))
+    for name, arr in arrays.items():
+        *path, last = name.split("/")
+        node = out
+        for p in path:
+            node = node.setdefault(p, {})
+        node[last] = arr
+    return out

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .checkpoint import TrainingCheckpoints
 from .corpus import Corpus
+from .errors import ParamError
 from .execution import ClassicExecutor, Executor, RoundOutput
 from .model import TopicModel
 from .modes import MODES
@@ -87,6 +89,7 @@ def train(
     callbacks: Sequence[Callback] = (),
     clock_start: float | None = None,
     executor: Executor | None = None,
+    resume: bool = False,
 ) -> TrainResult:
     """Train a model on ``corpus`` with ``params.algorithm``.
 
@@ -97,6 +100,8 @@ def train(
     clock_start : ``time.perf_counter()`` value the elapsed times are measured
         from (default: now); pass the start of corpus building to include it.
     executor : how rounds run (default: :class:`ClassicExecutor` on the corpus).
+    resume : continue from the newest checkpoint in ``params.checkpoint_dir`` (a
+        fresh start when there is none; a checkpoint of another run is refused).
     """
     params.validate()
     if initial_topic_word is not None and initial_topic_word.shape != (corpus.vocab_size, params.k):
@@ -110,6 +115,15 @@ def train(
         executor = ClassicExecutor(corpus, params.checkpoint_interval if mode.stateful else 0)
     total_rounds = params.passes * mode.rounds_per_pass
     result = TrainResult(model=None)
+    checkpoints = None
+    if params.checkpoint_dir:
+        checkpoints = TrainingCheckpoints(params, corpus)
+        checkpoints.check_target()
+    elif resume:
+        raise ParamError(
+            "Resuming needs the 'checkpoint_dir' parameter (the directory the "
+            "interrupted run wrote its checkpoints to)."
+        )
     log.info(
         "training %s: K=%d, %d rounds (%d per pass), %d training documents, %d tokens",
         params.algorithm,
@@ -145,15 +159,22 @@ def train(
 
     eval_time = 0.0  # evaluation is excluded from the training clock
     stopped_by = None
+    first_round = 0
     t = -1
     try:
-        if mode.stateful:
+        restored = checkpoints.restore(mode, executor) if resume and checkpoints else None
+        if restored is not None:
+            first_round, history = restored
+            result.rounds.extend(history.get("rounds", []))
+            result.evaluations.extend(history.get("evaluations", []))
+            t = first_round - 1
+        elif mode.stateful:
             out = executor.init_states(mode)
             mode.set_initial(_merge(out, params.k))
-        for t in range(total_rounds):
+        for t in range(first_round, total_rounds):
             if (
                 params.time_budget
-                and t > 0
+                and t > first_round
                 and time.perf_counter() - start - eval_time >= params.time_budget
             ):
                 log.info("time budget of %.1f s reached after %d rounds", params.time_budget, t)
@@ -203,6 +224,15 @@ def train(
                 row["round_s"],
             )
             stopped_by = _notify(callbacks, "on_round", row) or stopped_by
+            if checkpoints is not None and (
+                stopped_by is not None or checkpoints.due(t + 1, total_rounds)
+            ):
+                checkpoints.save(
+                    t + 1,
+                    mode,
+                    executor,
+                    {"rounds": result.rounds, "evaluations": result.evaluations},
+                )
             if stopped_by is not None:
                 log.info("training stopped after round %d by %s", t + 1, stopped_by)
                 break
@@ -228,9 +258,13 @@ def train(
             "train_seconds": train_seconds,
             "rounds": rounds_done,
             "stopped_by": stopped_by,
+            "resumed_after_round": first_round or None,
             "corpus": corpus.report,
             "mode": {**mode.report(), **executor.report()},
+            "checkpoints": checkpoints.report() if checkpoints else None,
         }
+        if checkpoints is not None and not params.keep_checkpoint:
+            checkpoints.remove()
     finally:
         executor.close()
     return result

@@ -185,6 +185,9 @@ SCHEMA: dict[str, dict] = {
     "training": {**{name: _param_kind(name) for name in _PARAM_FIELDS}, "initial_model": STR},
     "evaluation": {name: _param_kind(name) for name in EVALUATION_KEYS},
     "output": {"model": STR, "metrics": STR, "overwrite": BOOL, "top_terms": INT},
+    # resumable checkpoints: TrainParams checkpoint_dir, checkpoint_interval,
+    # checkpoint_seconds, keep_checkpoint (docs/architecture.md, "Checkpoints and resume")
+    "checkpoint": {"dir": STR, "every_rounds": PARAM, "every_seconds": PARAM, "keep": BOOL},
     "infer": {"model": STR, "output": STR, "overwrite": BOOL, "vector_type": STR, "input": INPUT},
 }
 
@@ -316,10 +319,21 @@ def check_config(cfg: dict, tables=tuple(SCHEMA)) -> dict:
     return cfg
 
 
+#: [checkpoint] key -> the TrainParams field it sets
+CHECKPOINT_KEYS = {"dir": "checkpoint_dir", "every_rounds": "checkpoint_interval",
+                   "every_seconds": "checkpoint_seconds", "keep": "keep_checkpoint"}
+
+
 def train_params(cfg: dict) -> TrainParams:
-    """TrainParams from the [training] and [evaluation] tables, validated."""
+    """TrainParams from the [training], [evaluation] and [checkpoint] tables, validated."""
     training = {k: v for k, v in cfg.get("training", {}).items() if k != "initial_model"}
-    return TrainParams.from_dict({**training, **cfg.get("evaluation", {})}).validate()
+    checkpoint = {CHECKPOINT_KEYS[k]: v for k, v in cfg.get("checkpoint", {}).items()}
+    both = sorted(set(training) & set(checkpoint))
+    if both:
+        raise ConfigError(f"{[f'training.{k}' for k in both]} are also set in [checkpoint]; "
+                          f"keep one.")
+    return TrainParams.from_dict(
+        {**training, **cfg.get("evaluation", {}), **checkpoint}).validate()
 
 
 def input_settings(table: dict) -> dict:

@@ -22,8 +22,17 @@ from .session import build_session
 log = logging.getLogger("sparklda.job")
 
 
-def base_parser(description: str, prog: str | None = None) -> argparse.ArgumentParser:
+def base_parser(
+    description: str, prog: str | None = None, resume: bool = False
+) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description)
+    if resume:
+        p.add_argument(
+            "--resume",
+            action="store_true",
+            help="continue a killed run from the newest checkpoint in [checkpoint] dir "
+            "(the same configuration; a fresh start when there is none)",
+        )
     p.add_argument(
         "--config", help="TOML configuration file (--print-config NAME prints a shipped example)"
     )
@@ -172,11 +181,20 @@ def check_output(spark, path: str, key: str, overwrite: bool) -> str:
 # main
 
 
-def job_main(argv, description: str, check, run, app_name: str, prog: str | None = None) -> int:
+def job_main(
+    argv,
+    description: str,
+    check,
+    run,
+    app_name: str,
+    prog: str | None = None,
+    resume: bool = False,
+) -> int:
     """A job's ``main``: parse the command line, load the configuration, check it with
-    ``check(cfg)`` before Spark starts, then ``run(spark, cfg)``. Bad settings or input
-    print ``error: ...`` and return 2; the session is always stopped."""
-    args = base_parser(description, prog).parse_args(argv)
+    ``check(cfg)`` before Spark starts, then ``run(spark, cfg)`` (``run(spark, cfg,
+    resume=...)`` for a job that takes ``--resume``). Bad settings or input print
+    ``error: ...`` and return 2; the session is always stopped."""
+    args = base_parser(description, prog, resume).parse_args(argv)
     if args.print_config:
         return print_config(args.print_config)
     setup_logging(args.log_level)
@@ -190,7 +208,10 @@ def job_main(argv, description: str, check, run, app_name: str, prog: str | None
         return error(problem)
     spark = build_session(cfg, args.master, app_name)
     try:
-        run(spark, cfg)
+        if resume:
+            run(spark, cfg, resume=args.resume)
+        else:
+            run(spark, cfg)
     except (ValueError, FileExistsError, FileNotFoundError) as e:
         return error(e)
     finally:

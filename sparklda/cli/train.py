@@ -81,9 +81,13 @@ def check_outputs(spark, s: TrainSettings) -> str:
     return metrics
 
 
-def run(spark, cfg: dict) -> dict:
-    """Train as ``cfg`` says; returns the metrics written to metrics.json."""
+def run(spark, cfg: dict, resume: bool = False) -> dict:
+    """Train as ``cfg`` says (``resume``: from the newest checkpoint in [checkpoint] dir);
+    returns the metrics written to metrics.json."""
     s = check(cfg)
+    if resume and not s.params.checkpoint_dir:
+        raise ConfigError("--resume needs [checkpoint] dir (where the interrupted run wrote "
+                          "its checkpoints).")
     metrics_path = check_outputs(spark, s)
     initial = None
     if s.initial_model:  # TopicModel, LDAModel or PipelineModel directory
@@ -97,7 +101,7 @@ def run(spark, cfg: dict) -> dict:
 
     started = time.time()
     source = source_from_config(spark, s.input)
-    result = fit(source, s.params, initial_model=initial)
+    result = fit(source, s.params, initial_model=initial, resume=resume)
     model = result.model
     model.save(s.model, overwrite=s.overwrite)
     final = result.evaluations[-1] if result.evaluations else None
@@ -152,7 +156,7 @@ def run(spark, cfg: dict) -> dict:
 
 def main(argv=None, prog: str | None = None) -> int:
     """``sparklda-train``: bad settings fail before Spark starts (exit 2)."""
-    return job_main(argv, DESCRIPTION, check, run, "sparklda-train", prog)
+    return job_main(argv, DESCRIPTION, check, run, "sparklda-train", prog, resume=True)
 
 
 if __name__ == "__main__":

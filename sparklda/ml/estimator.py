@@ -78,6 +78,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        checkpointDir=None,
         vocabulary=None,
         initialModel=None,
     ):
@@ -109,6 +110,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        checkpointDir=None,
         vocabulary=None,
         initialModel=None,
     ) -> LDA:
@@ -204,6 +206,10 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         """Set :py:attr:`timeBudget`."""
         return self._set(timeBudget=value)
 
+    def setCheckpointDir(self, value):
+        """Set :py:attr:`checkpointDir`."""
+        return self._set(checkpointDir=value)
+
     def setVocabulary(self, value):
         """Set :py:attr:`vocabulary`."""
         return self._set(vocabulary=value)
@@ -247,7 +253,8 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
                 1, math.ceil(self.getSubsamplingRate() * n_docs * (1.0 - tp.heldout_fraction))
             )
         source = from_vectors(dataset, col, vocab=vocab)
-        result = fit(source, tp, initial_model=initial)
+        # with a checkpoint directory, a killed fit of the same run continues where it was
+        result = fit(source, tp, initial_model=initial, resume=bool(tp.checkpoint_dir))
         tm = result.model
         tm.metadata["evaluations"] = result.evaluations
         if initial is not None:

@@ -62,6 +62,8 @@ TRAIN_PARAM_NAMES = {
     "heldoutFraction": "heldout_fraction",
     "evalEvery": "eval_every",
     "timeBudget": "time_budget",
+    "checkpointDir": "checkpoint_dir",
+    "keepLastCheckpoint": "keep_checkpoint",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -87,7 +89,7 @@ CHECKPOINT_INTERVAL = Constraint(
     1,
     special=(-1,),
     note="or -1 to disable checkpoints",
-    doc="CVB0/CVB: checkpoint every n iterations.",
+    doc="Checkpoint every n rounds.",
 )
 TOPIC_CONCENTRATION = replace(
     BY_NAME["eta"],
@@ -196,7 +198,8 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     keepLastCheckpoint = Param(
         Params._dummy(),
         "keepLastCheckpoint",
-        "Accepted for compatibility with pyspark; has no effect.",
+        "Keep the last checkpoint in checkpointDir after training succeeds (False: remove "
+        "the checkpoints).",
         typeConverter=TypeConverters.toBoolean,
     )
     # -- ours ---------------------------------------------------------------
@@ -240,6 +243,14 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         "Score the held-out documents every n rounds (0: only at the end); see "
         "LDAModel.trainingHistory().",
         typeConverter=TypeConverters.toInt,
+    )
+    checkpointDir = Param(
+        Params._dummy(),
+        "checkpointDir",
+        "Directory (any Spark file system) where training writes a resumable checkpoint every "
+        "checkpointInterval rounds. When it holds a checkpoint of the same run (same data and "
+        "Params), fit continues from it instead of starting again. None: no checkpoints.",
+        typeConverter=TypeConverters.toString,
     )
     timeBudget = Param(
         Params._dummy(),
@@ -286,6 +297,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             heldoutFraction=0.0,
             evalEvery=0,
             timeBudget=0.0,
+            checkpointDir=None,
             vocabulary=None,
             initialModel=None,
         )
@@ -320,6 +332,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getKeepLastCheckpoint(self) -> bool:
         return self.getOrDefault(self.keepLastCheckpoint)
+
+    def getCheckpointDir(self) -> str | None:
+        return self.getOrDefault(self.checkpointDir)
 
     def getAlgorithm(self) -> str:
         return self.getOrDefault(self.algorithm)
@@ -400,6 +415,8 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             return self._eta()
         if name == "seed":
             return self._seed()
+        if name == "checkpointDir":
+            return self.getCheckpointDir() or ""
         if name == "checkpointInterval":
             ci = self.getCheckpointInterval()
             check_param(CHECKPOINT_INTERVAL, ci)

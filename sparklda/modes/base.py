@@ -121,5 +121,15 @@ class Mode:
         """Take the merged statistics of the initial states."""
         raise NotImplementedError
 
+    # -- checkpoints -------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """The driver state the next round depends on: numpy arrays and JSON scalars
+        (nested dicts of them allowed). :meth:`restore` of it continues bit for bit."""
+        return {"tokens_seen": self.tokens_seen, "docs_seen": self.docs_seen}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.tokens_seen = float(state["tokens_seen"])
+        self.docs_seen = int(state["docs_seen"])
+
     def report(self) -> dict:
         return {}

@@ -238,6 +238,20 @@ class CVB0(Mode):
     def topic_word(self):
         return self.nphi.copy()
 
+    def state(self):
+        out = {**super().state(), "nphi": self.nphi}
+        if self.second_order:
+            out["var_phi"] = self.var_phi
+        return out
+
+    def restore(self, state):
+        super().restore(state)
+        rows = np.array(state["nphi"], dtype=np.float64)
+        if self.second_order:
+            rows = np.hstack([rows, np.array(state["var_phi"], dtype=np.float64)])
+        self._set_stats(rows)
+        self.initial_topic_word = None
+
     def report(self):
         return {
             "gamma_bytes": self.gamma_bytes,

@@ -152,3 +152,22 @@ class SCVB0(Mode):
 
     def topic_word(self):
         return self.base * self.scale
+
+    def state(self):
+        return {
+            **super().state(),
+            "base": self.base,
+            "nz": self.nz,
+            "scale": self.scale,
+            "slice_terms": {str(s): t for s, t in self.slice_terms.items()},
+        }
+
+    def restore(self, state):
+        super().restore(state)
+        self.base = np.array(state["base"], dtype=np.float64)
+        self.base_cast = self.base.astype(self.dtype)
+        self.nz = np.array(state["nz"], dtype=np.float64)
+        self.scale = float(state["scale"])
+        self.slice_terms = {
+            int(s): np.asarray(t, dtype=np.int32) for s, t in state["slice_terms"].items()
+        }

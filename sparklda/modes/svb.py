@@ -176,6 +176,14 @@ class SVB(Mode):
             info["slice"] = self.slice_of_round(t)
         return info
 
+    def state(self):
+        return {**super().state(), "lam": self.lam, "last_rho": self.last_rho}
+
+    def restore(self, state):
+        super().restore(state)
+        self.lam = np.array(state["lam"], dtype=np.float64)
+        self.last_rho = state["last_rho"]
+
     def topic_word(self):
         # λ − η, so that the model's (N^Φ + η)/Σ(N^Φ + η) is λ/Σλ
         return np.maximum(self.lam - self.params.eta, 0.0)

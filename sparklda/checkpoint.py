@@ -1,0 +1,168 @@
+"""Resumable training: the driver's state, written atomically every few rounds.
+
+A checkpoint is one committed version of the directory ``checkpoint_dir``
+(:mod:`sparklda.storage`): ``state`` (JSON: the round reached, the run's
+fingerprint, the mode's scalars, the training history), ``arrays`` (the
+mode's arrays, bit for bit) and, for modes that keep a state per block
+(CVB0, CVB), ``blocks`` (the executor's copy of those states). A killed run
+resumes from the newest committed checkpoint and ends with the same model
+as a run that was never interrupted (docs/architecture.md, "Checkpoints and
+resume").
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from .errors import ParamError
+from .params import TrainParams
+from .storage import CommittedDir, join_state, split_state
+
+log = logging.getLogger("sparklda.checkpoint")
+
+KIND = "sparklda.Checkpoint"
+FORMAT_VERSION = 1
+
+#: Parameters that may change between a run and its resumption: how long to train,
+#: how often to evaluate or checkpoint. Every other parameter must be the same.
+RESUMABLE_CHANGES = frozenset(
+    {
+        "passes",
+        "time_budget",
+        "eval_every",
+        "checkpoint_interval",
+        "checkpoint_dir",
+        "checkpoint_seconds",
+        "keep_checkpoint",
+    }
+)
+#: The corpus facts a checkpoint is only valid for.
+CORPUS_FACTS = (
+    "documents_read",
+    "training_documents",
+    "training_tokens",
+    "training_pairs",
+    "heldout_documents",
+    "vocab_size",
+    "slices",
+    "parts_per_slice",
+)
+
+
+def fingerprint(params: TrainParams, corpus) -> dict[str, Any]:
+    """What a checkpoint must agree with to be resumed: the parameters (but those of
+    :data:`RESUMABLE_CHANGES`) and the corpus's counts and layout."""
+    p = {k: v for k, v in params.to_dict().items() if k not in RESUMABLE_CHANGES}
+    c = {k: corpus.report.get(k) for k in CORPUS_FACTS}
+    return {"params": p, "corpus": c}
+
+
+def differences(saved: dict, current: dict) -> list[str]:
+    out = []
+    for part in ("params", "corpus"):
+        a, b = saved.get(part, {}), current.get(part, {})
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                out.append(f"{part} {key}: checkpoint {a.get(key)!r}, now {b.get(key)!r}")
+    return out
+
+
+class TrainingCheckpoints:
+    """Writes and reads the checkpoints of one training run."""
+
+    def __init__(self, params: TrainParams, corpus, spark=None):
+        self.params = params
+        self.fingerprint = fingerprint(params, corpus)
+        self.dir = CommittedDir(params.checkpoint_dir, KIND, spark)
+        self.last_time = time.perf_counter()
+        self.saved = 0
+        self.seconds = 0.0
+
+    def check_target(self) -> None:
+        """Before any work: the directory is usable (not a foreign directory)."""
+        self.dir.check_target(True, "checkpoint", legacy=())
+
+    def due(self, rounds_done: int, total_rounds: int) -> bool:
+        p = self.params
+        if rounds_done == total_rounds:
+            return True
+        if p.checkpoint_interval and rounds_done % p.checkpoint_interval == 0:
+            return True
+        return bool(
+            p.checkpoint_seconds and time.perf_counter() - self.last_time >= p.checkpoint_seconds
+        )
+
+    def save(self, rounds_done: int, mode, executor, history: dict) -> None:
+        t0 = time.perf_counter()
+        files = self.dir.files
+        version, seq = self.dir.new_version(self.dir.latest())
+        base = f"{self.dir.root}/{version}"
+        scalars, arrays = split_state(mode.state())
+        files.write_arrays(f"{base}/arrays", arrays)
+        if mode.stateful:
+            executor.save_states(f"{base}/blocks")
+        files.write_json(
+            f"{base}/state",
+            {
+                "format_version": FORMAT_VERSION,
+                "round": rounds_done,
+                "mode": mode.name,
+                "fingerprint": self.fingerprint,
+                "scalars": scalars,
+                "history": history,
+            },
+        )
+        commit = self.dir.commit(version, seq, {"round": rounds_done})
+        self.dir.cleanup(commit)
+        self.last_time = time.perf_counter()
+        self.saved += 1
+        self.seconds += self.last_time - t0
+        log.info(
+            "checkpoint after round %d written to %s (%.2f s)",
+            rounds_done,
+            base,
+            self.last_time - t0,
+        )
+
+    def restore(self, mode, executor) -> tuple[int, dict] | None:
+        """Load the newest checkpoint into ``mode`` (and the executor's block states);
+        (rounds done, history), or None when there is none. A checkpoint of another
+        run is refused with what differs."""
+        latest = self.dir.latest()
+        if latest is None:
+            return None
+        files = self.dir.files
+        base = latest.path(self.dir.root)
+        saved = files.read_json(f"{base}/state")
+        if saved.get("format_version", 0) > FORMAT_VERSION:
+            raise ParamError(
+                f"The checkpoint in {self.params.checkpoint_dir!r} has format "
+                f"version {saved['format_version']}; this sparklda reads up to "
+                f"{FORMAT_VERSION}."
+            )
+        diff = differences(saved["fingerprint"], self.fingerprint)
+        if diff:
+            raise ParamError(
+                f"Cannot resume from the checkpoint in "
+                f"{self.params.checkpoint_dir!r}: it belongs to another run ("
+                + "; ".join(diff)
+                + ")."
+            )
+        mode.restore(join_state(saved["scalars"], files.read_arrays(f"{base}/arrays")))
+        if mode.stateful:
+            executor.load_states(mode, f"{base}/blocks")
+        log.info("resuming %s after round %d from %s", mode.name, saved["round"], base)
+        return int(saved["round"]), saved.get("history", {})
+
+    def remove(self) -> None:
+        """Delete the checkpoints (``keep_checkpoint=False`` after success)."""
+        self.dir.remove()
+
+    def report(self) -> dict:
+        return {
+            "checkpoint_dir": self.params.checkpoint_dir,
+            "checkpoints_written": self.saved,
+            "checkpoint_seconds_total": self.seconds,
+        }

@@ -1,0 +1,280 @@
+"""Checkpoints and resume: a killed run continues from its last checkpoint and ends
+with the model of a run that was never interrupted (every mode)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sparklda.api import fit
+from sparklda.errors import ParamError
+from sparklda.model import TopicModel
+from sparklda.params import TrainParams
+from sparklda.storage import SparkFiles
+from sparklda.training import Callback
+from tests.helpers import TRAIN_JOB, job_env, planted_source, write_config
+
+SETTINGS = {
+    "scvb0": {"algorithm": "scvb0", "minibatch_size": 40, "passes": 3},
+    "svb": {"algorithm": "svb", "minibatch_size": 40, "passes": 3, "learning_offset": 10.0},
+    "cvb0": {"algorithm": "cvb0", "minibatch_size": 1000, "passes": 5},
+    "cvb": {"algorithm": "cvb", "minibatch_size": 1000, "passes": 5},
+}
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt(Callback):
+    """Raises (a stand-in for a dying driver) after round ``n``'s record, before its
+    checkpoint is written."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def on_round(self, record):
+        if record["round"] == self.n:
+            raise Crash(f"killed after round {self.n}")
+
+
+def params(name, **kw):
+    base = {"k": 4, "seed": 3, "heldout_count": 16, "parts_per_slice": 2, "checkpoint_interval": 1}
+    return TrainParams(**{**base, **SETTINGS[name], **kw})
+
+
+@pytest.fixture(scope="module")
+def source(spark):
+    return planted_source(spark)
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_resumed_run_equals_the_uninterrupted_one(source, tmp_path, name):
+    full = fit(source, params(name))
+    total = full.report["rounds"]
+    ck = str(tmp_path / "ck")
+    crash_at = max(2, total // 2)
+    with pytest.raises(Crash):
+        fit(source, params(name, checkpoint_dir=ck), callbacks=[CrashAt(crash_at)])
+    resumed = fit(source, params(name, checkpoint_dir=ck), resume=True)
+    assert resumed.report["resumed_after_round"] == crash_at - 1
+    assert resumed.report["rounds"] == total
+    np.testing.assert_array_equal(resumed.model.topic_word, full.model.topic_word)
+    # the history of the rounds before the crash comes back with the checkpoint
+    assert [r["round"] for r in resumed.rounds] == list(range(1, total + 1))
+    assert resumed.evaluations[-1]["heldout_loglik"] == full.evaluations[-1]["heldout_loglik"]
+    assert resumed.model.metadata["rounds"] == total
+
+
+def test_resuming_another_run_is_refused_with_what_differs(source, tmp_path):
+    ck = str(tmp_path / "ck")
+    fit(source, params("scvb0", checkpoint_dir=ck, passes=1))
+    with pytest.raises(ParamError, match=r"another run \(params k: checkpoint 4, now 5\)"):
+        fit(source, params("scvb0", checkpoint_dir=ck, k=5), resume=True)
+    other = planted_source(_spark(), n_docs=90)
+    with pytest.raises(ParamError, match="corpus training_documents: checkpoint 144, now"):
+        fit(other, params("scvb0", checkpoint_dir=ck), resume=True)
+    # more passes are allowed: continue the finished run for one more pass
+    more = fit(source, params("scvb0", checkpoint_dir=ck, passes=2), resume=True)
+    assert more.report["resumed_after_round"] == more.report["rounds"] // 2
+    with pytest.raises(ParamError, match="Resuming needs the 'checkpoint_dir' parameter"):
+        fit(source, params("scvb0"), resume=True)
+
+
+def _spark():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.getOrCreate()
+
+
+def test_a_crash_while_writing_a_checkpoint_keeps_the_previous_one(source, tmp_path, monkeypatch):
+    full = fit(source, params("svb"))
+    ck = str(tmp_path / "ck")
+    real = SparkFiles.write_json
+    calls = {"state": 0}
+
+    def dies_in_third_state(self, path, obj):
+        if path.endswith("/state"):
+            calls["state"] += 1
+            if calls["state"] == 3:
+                raise Crash("killed while writing a checkpoint")
+        return real(self, path, obj)
+
+    monkeypatch.setattr(SparkFiles, "write_json", dies_in_third_state)
+    with pytest.raises(Crash):
+        fit(source, params("svb", checkpoint_dir=ck))
+    monkeypatch.setattr(SparkFiles, "write_json", real)
+    resumed = fit(source, params("svb", checkpoint_dir=ck), resume=True)
+    assert resumed.report["resumed_after_round"] == 2
+    np.testing.assert_array_equal(resumed.model.topic_word, full.model.topic_word)
+    # one committed checkpoint is kept, the crashed one's leftovers are gone
+    versions = [n for n in os.listdir(ck) if n.startswith("v")]
+    assert len(versions) == 1 and os.listdir(os.path.join(ck, "commits")) == versions
+
+
+def test_keep_checkpoint_false_removes_them_after_success(source, tmp_path):
+    ck = tmp_path / "ck"
+    res = fit(source, params("scvb0", checkpoint_dir=str(ck), keep_checkpoint=False))
+    assert res.report["checkpoints"]["checkpoints_written"] == res.report["rounds"]
+    assert not ck.exists()
+    kept = fit(source, params("scvb0", checkpoint_dir=str(ck), checkpoint_interval=4))
+    assert sorted(os.listdir(ck))[0] == "commits"
+    # every 4 rounds, and after the last one
+    assert kept.report["checkpoints"]["checkpoints_written"] == len(
+        {r for r in range(1, kept.report["rounds"] + 1) if r % 4 == 0 or r == kept.report["rounds"]}
+    )
+
+
+def test_lda_estimator_continues_from_its_checkpoint_dir(spark, tmp_path, monkeypatch):
+    """``LDA(checkpointDir=...)``: a fit that died continues when fit again."""
+    from sparklda import LDA
+    from sparklda.checkpoint import TrainingCheckpoints
+    from tests.helpers import planted_docs
+
+    docs, v = planted_docs()
+    from pyspark.ml.linalg import SparseVector
+
+    df = spark.createDataFrame(
+        [(int(d), SparseVector(v, t.tolist(), c.tolist())) for d, t, c in docs], ["id", "features"]
+    )
+    lda = dict(k=4, maxIter=3, seed=5, minibatchSize=40, checkpointInterval=1)
+    full = LDA(**lda).fit(df)
+    ck = str(tmp_path / "lda-ck")
+    real = TrainingCheckpoints.save
+
+    def dies_after_second(self, rounds_done, *a, **k):
+        real(self, rounds_done, *a, **k)
+        if rounds_done == 2:
+            raise Crash("driver died")
+
+    monkeypatch.setattr(TrainingCheckpoints, "save", dies_after_second)
+    with pytest.raises(Crash):
+        LDA(checkpointDir=ck, **lda).fit(df)
+    monkeypatch.setattr(TrainingCheckpoints, "save", real)
+    again = LDA(checkpointDir=ck, keepLastCheckpoint=False, **lda).fit(df)
+    assert again.topicModel.metadata["rounds"] == full.topicModel.metadata["rounds"]
+    np.testing.assert_array_equal(again.topicModel.topic_word, full.topicModel.topic_word)
+    assert not os.path.exists(ck)
+
+
+# --------------------------------------------------------------------------
+# The train job, SIGKILLed: the driver (and its JVM) die without any clean-up
+
+
+def _job(cfg, *extra):
+    return [sys.executable, TRAIN_JOB, "--config", cfg, *extra]
+
+
+def _run_until_killed(cmd, marker: str) -> None:
+    """Start ``cmd`` in its own process group and SIGKILL the group (the driver and its
+    JVM) as soon as the job logs a line containing ``marker``."""
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=job_env(PYTHONUNBUFFERED="1"),
+        start_new_session=True,
+    )
+    seen = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if marker in line:
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "".join(seen[-40:])
+
+
+def _config(tmp_path, name):
+    return write_config(
+        tmp_path,
+        extra=f'''
+[checkpoint]
+dir = "{tmp_path / name}"
+every_rounds = 1
+''',
+    )
+
+
+def _reference(spark, tmp_path, sets):
+    """The same job, uninterrupted, in this process."""
+    from sparklda.cli import train
+    from sparklda.cli.config import load_config
+
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    train.run(spark, load_config(write_config(ref), [s for s in sets if s != "--set"]))
+    return TopicModel.load(str(ref / "model"))
+
+
+@pytest.mark.slow
+def test_sigkilled_job_resumes_to_the_uninterrupted_model(spark, tmp_path):
+    cfg = _config(tmp_path, "ck")
+    sets = [
+        "--set",
+        "training.passes=3",
+        "--set",
+        "training.minibatch_size=1000",
+        "--set",
+        "training.parts_per_slice=2",
+        "--set",
+        "evaluation.eval_every=0",
+    ]
+    rounds = 12  # 3,330 training documents in slices of 1,000: 4 rounds a pass
+    kill_at = random.Random().randint(2, rounds - 2)
+    # killed while round kill_at is logged: before or during its checkpoint
+    _run_until_killed(_job(cfg, *sets), f" round {kill_at}/{rounds}")
+    assert not os.path.exists(tmp_path / "model")
+    out = subprocess.run(
+        _job(cfg, *sets, "--resume"), capture_output=True, text=True, env=job_env(), timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert (
+        f"resuming scvb0 after round {kill_at - 1} " in log
+        or f"resuming scvb0 after round {kill_at} " in log
+    ), (kill_at, log[-3000:])
+    resumed = TopicModel.load(str(tmp_path / "model"))
+    assert resumed.metadata["rounds"] == rounds
+    reference = _reference(spark, tmp_path, sets)
+    np.testing.assert_allclose(resumed.topic_word, reference.topic_word, rtol=1e-9, atol=0)
+
+
+@pytest.mark.slow
+def test_job_resumes_twice(spark, tmp_path):
+    cfg = _config(tmp_path, "ck")
+    sets = [
+        "--set",
+        "training.algorithm='cvb0'",
+        "--set",
+        "training.passes=4",
+        "--set",
+        "training.minibatch_size=1000",
+        "--set",
+        "training.parts_per_slice=2",
+        "--set",
+        "evaluation.eval_every=0",
+    ]
+    _run_until_killed(_job(cfg, *sets), "checkpoint after round 1 written")
+    _run_until_killed(_job(cfg, *sets, "--resume"), "checkpoint after round 3 written")
+    out = subprocess.run(
+        _job(cfg, *sets, "--resume"), capture_output=True, text=True, env=job_env(), timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "resuming cvb0 after round 3 " in out.stdout + out.stderr
+    resumed = TopicModel.load(str(tmp_path / "model"))
+    reference = _reference(spark, tmp_path, sets)
+    np.testing.assert_allclose(resumed.topic_word, reference.topic_word, rtol=1e-9, atol=0)

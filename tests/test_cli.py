@@ -19,6 +19,7 @@ from sparklda.cli.config import (
     shipped_configs,
 )
 from sparklda.cli.session import REDACTED, effective_properties, plan_properties
+from sparklda.io import resolve_sample
 from tests.helpers import KOS_DOCWORD, ROOT, job_env, probe_session, run, spark_bin
 
 # --------------------------------------------------------------------------
@@ -42,7 +43,9 @@ def test_print_config_writes_the_shipped_file_and_it_is_a_valid_configuration(
     assert text == shipped_config("local")
     (tmp_path / "my.toml").write_bytes(text)
     s = train.check(load_config(str(tmp_path / "my.toml")))
-    assert s.input["docword"] == KOS_DOCWORD and os.path.exists(s.input["vocab"])
+    assert s.input["docword"] == "sample:kos/docword.txt.gz"
+    assert resolve_sample(s.input["docword"]) == KOS_DOCWORD
+    assert os.path.exists(resolve_sample(s.input["vocab"]))
     assert s.params.k == 50 and s.overwrite is True
 
     assert train.main(["--print-config", "nope"]) == 2

@@ -116,7 +116,7 @@ def test_infer_job_scores_every_document(spark, tmp_path):
     assert out.schema["topicDistribution"].dataType.simpleString() == "vector"
     again = {r.doc_id: r.topicDistribution.toArray() for r in out.collect()}
     assert sorted(again) == sorted(theta)
-    for th in theta.values():
+    for d, th in theta.items():
         np.testing.assert_allclose(again[d], th, rtol=1e-9)
 
 
@@ -190,4 +190,4 @@ def test_settings_default_to_the_training_tables():
         }
     )
     assert s["model"] == "out/m" and s["vector_type"] == "array" and not s["overwrite"]
-    assert s["input"]["docword"].endswith(os.path.join("data", "kos", "docword.txt.gz"))
+    assert s["input"]["docword"] == "sample:kos/docword.txt.gz"  # read on the driver

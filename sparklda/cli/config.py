@@ -320,8 +320,12 @@ def check_config(cfg: dict, tables=tuple(SCHEMA)) -> dict:
 
 
 #: [checkpoint] key -> the TrainParams field it sets
-CHECKPOINT_KEYS = {"dir": "checkpoint_dir", "every_rounds": "checkpoint_interval",
-                   "every_seconds": "checkpoint_seconds", "keep": "keep_checkpoint"}
+CHECKPOINT_KEYS = {
+    "dir": "checkpoint_dir",
+    "every_rounds": "checkpoint_interval",
+    "every_seconds": "checkpoint_seconds",
+    "keep": "keep_checkpoint",
+}
 
 
 def train_params(cfg: dict) -> TrainParams:
@@ -330,10 +334,10 @@ def train_params(cfg: dict) -> TrainParams:
     checkpoint = {CHECKPOINT_KEYS[k]: v for k, v in cfg.get("checkpoint", {}).items()}
     both = sorted(set(training) & set(checkpoint))
     if both:
-        raise ConfigError(f"{[f'training.{k}' for k in both]} are also set in [checkpoint]; "
-                          f"keep one.")
-    return TrainParams.from_dict(
-        {**training, **cfg.get("evaluation", {}), **checkpoint}).validate()
+        raise ConfigError(
+            f"{[f'training.{k}' for k in both]} are also set in [checkpoint]; keep one."
+        )
+    return TrainParams.from_dict({**training, **cfg.get("evaluation", {}), **checkpoint}).validate()
 
 
 def input_settings(table: dict) -> dict:

@@ -86,8 +86,9 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
     returns the metrics written to metrics.json."""
     s = check(cfg)
     if resume and not s.params.checkpoint_dir:
-        raise ConfigError("--resume needs [checkpoint] dir (where the interrupted run wrote "
-                          "its checkpoints).")
+        raise ConfigError(
+            "--resume needs [checkpoint] dir (where the interrupted run wrote its checkpoints)."
+        )
     metrics_path = check_outputs(spark, s)
     initial = None
     if s.initial_model:  # TopicModel, LDAModel or PipelineModel directory

@@ -69,8 +69,12 @@ def _cvb_sweep(
     g0 = [[float(gamma[p, k]) for k in range(n_topics)] for p in range(n_pairs)]
     g = [row[:] for row in g0]
     m = [float(c) for c in counts]
-    mean = lambda q, k, gg: m[q] * gg[q][k]  # noqa: E731
-    var = lambda q, k, gg: m[q] * gg[q][k] * (1.0 - gg[q][k])  # noqa: E731
+
+    def mean(q, k, gg):
+        return m[q] * gg[q][k]
+
+    def var(q, k, gg):
+        return m[q] * gg[q][k] * (1.0 - gg[q][k])
 
     for j in range(len(indptr) - 1):
         doc = _pairs(indptr, j)

@@ -223,7 +223,6 @@ def test_params_map_onto_train_params():
 
     assert auto.minibatch_size == TrainParams().minibatch_size  # subsamplingRate: only when set
     assert LDA().getMinibatchSize() == TrainParams().minibatch_size
-    import sparklda.modes  # noqa: F401
     from sparklda.modes import MODES
 
     for modes, kwargs, check in (
@@ -327,7 +326,6 @@ def test_bad_params_fail_at_fit_before_any_job(spark, counted, kwargs, message):
 
 
 def test_unavailable_algorithm_is_named(spark, counted, monkeypatch):
-    import sparklda.modes  # noqa: F401
     from sparklda import LDA
     from sparklda.modes import MODES
 

@@ -552,7 +552,10 @@ def render_markdown(
     file they came from (for the variants' rows)."""
     meta = results["meta"]
     mach = meta["machine"]
-    rel = lambda p: os.path.relpath(p, page_dir)  # noqa: E731
+
+    def rel(p):
+        return os.path.relpath(p, page_dir)
+
     lines = [
         "# Benchmarks: sparklda against Spark MLlib's LDA",
         "",

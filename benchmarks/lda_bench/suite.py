@@ -44,7 +44,7 @@ log = logging.getLogger("benchmarks")
 #: documents (set with --seed and --heldout, never per system).
 SHARED_PARAMS = ("seed", "heldout_count", "heldout_fraction")
 
-#: Held-out documents per corpus unless told otherwise (KOS: the issue-2 setting).
+#: Held-out documents per corpus unless told otherwise (KOS: the README's quickstart setting).
 DEFAULT_HELDOUT = {"uci_kos": 430}
 DEFAULT_HELDOUT_OTHER = 1000
 

@@ -23,7 +23,6 @@ from pyspark.ml.base import Model
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval, HasFeaturesCol, HasMaxIter, HasSeed
 
-from .. import modes  # noqa: F401  (registers the available modes)
 from ..corpus import check_vector_column
 from ..errors import ParamError
 from ..model import TopicModel

@@ -216,6 +216,7 @@ app_name = "from-toml"
 """
 
 
+@pytest.mark.slow
 def test_plain_python_master_and_properties(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text(PRECEDENCE_CONFIG)
@@ -240,6 +241,7 @@ def test_plain_python_master_and_properties(tmp_path):
     assert submitted["properties"]["spark.network.timeout"] == "301s"
 
 
+@pytest.mark.slow
 def test_spark_submit_settings_win_over_the_configuration(tmp_path):
     """The precedence bug: the config's master (local[2]) overrode spark-submit's."""
     cfg = tmp_path / "c.toml"
@@ -287,6 +289,7 @@ def test_main_dispatches_subcommands(capsysbinary):
     assert capsysbinary.readouterr().out == shipped_config("warmstart")
 
 
+@pytest.mark.slow
 def test_python_dash_m_sparklda(tmp_path):
     out = run(
         [
@@ -313,6 +316,7 @@ def test_python_dash_m_sparklda(tmp_path):
 # compare
 
 
+@pytest.mark.slow
 def test_compare_defaults_to_the_shipped_corpus_and_runs_without_heldout(spark):
     args = compare.parser().parse_args(
         [

@@ -151,6 +151,7 @@ def test_from_vectors_bad_input(spark):
         build_corpus(from_vectors(vector_df(spark, [[], []]), "features"))
 
 
+@pytest.mark.slow
 def test_from_text_uses_spark_ml_tokenizer_stopwords_and_vocabulary_limits(spark):
     texts = [
         ("the cat sat on the mat",),

@@ -65,6 +65,7 @@ def config(tmp_path, model_path, **infer):
     }
 
 
+@pytest.mark.slow
 def test_infer_job_scores_every_document(spark, tmp_path):
     model = planted_model()
     model.save(str(tmp_path / "model"))

@@ -133,6 +133,7 @@ def lda_script(LDA, words_df, tmp):
     }
 
 
+@pytest.mark.slow
 def test_same_script_runs_with_pyspark_lda_and_sparklda(spark, words_df, tmp_path):
     from pyspark.ml.clustering import LDA as SparkLDA
 
@@ -407,6 +408,7 @@ def test_model_api(spark, counted, fitted):
     assert fitted.copy({fitted.seed: 99}).logPerplexity(df) != lp
 
 
+@pytest.mark.slow
 def test_training_history(spark, counted, fitted, tmp_path):
     from sparklda import LDA, LDAModel
 
@@ -464,6 +466,7 @@ def test_model_round_trip(spark, counted, fitted, tmp_path):
         LDA.load(path)
 
 
+@pytest.mark.slow
 def test_fitted_pipeline_round_trip_and_warm_start_from_it(spark, words_df, tmp_path):
     from pyspark.ml import Pipeline, PipelineModel
     from pyspark.ml.feature import CountVectorizer
@@ -503,6 +506,7 @@ def test_fitted_pipeline_round_trip_and_warm_start_from_it(spark, words_df, tmp_
     assert warm.topicModel.metadata["warm_start"]["initial_model"] == path
 
 
+@pytest.mark.slow
 def test_estimator_and_unfitted_pipeline_round_trip(spark, fitted, tmp_path):
     from pyspark.ml import Pipeline
     from pyspark.ml.feature import CountVectorizer
@@ -537,6 +541,7 @@ def test_estimator_and_unfitted_pipeline_round_trip(spark, fitted, tmp_path):
     assert LDA.load(str(tmp_path / "est")).getInitialModel() == "/models/previous"
 
 
+@pytest.mark.slow
 def test_saves_go_through_spark_uris_and_overwrite_never_loses_the_model(
     spark, words_df, counted, fitted, tmp_path, monkeypatch
 ):

@@ -93,6 +93,7 @@ def matched(phi_a, phi_b):
     return phi_b[:, cols[np.argsort(rows)]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_every_mode_recovers_planted_topics(trained, name):
     res, rows = trained(name)
@@ -109,6 +110,7 @@ def test_every_mode_recovers_planted_topics(trained, name):
     assert res.evaluations[-1]["heldout_documents"] == 16
 
 
+@pytest.mark.slow
 def test_rounds_of_each_mode(trained):
     _cvb0, cvb0_rows = trained("cvb0")
     assert len(cvb0_rows) == 25  # one round per iteration, over every partition
@@ -126,6 +128,7 @@ def test_rounds_of_each_mode(trained):
     assert sum(r["docs"] for r in svb_rows[:slices]) == svb.report["corpus"]["training_documents"]
 
 
+@pytest.mark.slow
 def test_cvb0_and_cvb_agree_on_planted_data(trained):
     a, _ = trained("cvb0")
     b, _ = trained("cvb")
@@ -136,6 +139,7 @@ def test_cvb0_and_cvb_agree_on_planted_data(trained):
     assert abs(a.evaluations[-1]["heldout_loglik"] - b.evaluations[-1]["heldout_loglik"]) < 0.02
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cvb", "svb"])
 def test_same_seed_same_model(source, name):
     a = fit(source, planted_params(name, passes=3))
@@ -146,6 +150,7 @@ def test_same_seed_same_model(source, name):
     assert not np.allclose(a.model.topic_word, c.model.topic_word)
 
 
+@pytest.mark.slow
 def test_cvb0_checkpoints_cut_the_lineage_and_leave_the_model_unchanged(source):
     """Same seed twice: with a checkpoint every iteration and without any. The
     models are identical (so CVB0 is deterministic, and checkpointing is
@@ -169,6 +174,7 @@ def test_cvb0_checkpoints_cut_the_lineage_and_leave_the_model_unchanged(source):
     assert not np.allclose(other.model.topic_word, never.model.topic_word)
 
 
+@pytest.mark.slow
 def test_cvb0_reports_gamma_memory(trained):
     res, _ = trained("cvb0")
     mode = res.report["mode"]
@@ -177,6 +183,7 @@ def test_cvb0_reports_gamma_memory(trained):
     assert mode["gamma_bytes"] == pairs * K * 4 and mode["gamma_dtype"] == "float32"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cvb0", "svb"])
 def test_warm_start_from_a_trained_model(source, trained, name):
     """γ (CVB0) or λ (SVB) start from another mode's model: two more rounds keep
@@ -215,6 +222,7 @@ def numpy_estep(terms, counts, expelogbeta, alpha, gamma0, max_iter, tol):
     return (counts / norm)[:, None] * etheta[None, :] * eb
 
 
+@pytest.mark.slow
 def test_batch_vb_is_one_full_round_per_pass_with_rho_one(spark, source):
     """batch=True: each pass is one round over every document with ρ = 1, so
     λ = η + Σ_d sstats_d (Algorithm 1 of Hoffman et al. 2010), checked against

@@ -54,7 +54,9 @@ def source(spark):
     return planted_source(spark)
 
 
-@pytest.mark.parametrize("name", list(SETTINGS))
+@pytest.mark.parametrize(
+    "name", [n if n == "scvb0" else pytest.param(n, marks=pytest.mark.slow) for n in SETTINGS]
+)
 def test_resumed_run_equals_the_uninterrupted_one(source, tmp_path, name):
     full = fit(source, params(name))
     total = full.report["rounds"]
@@ -72,6 +74,7 @@ def test_resumed_run_equals_the_uninterrupted_one(source, tmp_path, name):
     assert resumed.model.metadata["rounds"] == total
 
 
+@pytest.mark.slow
 def test_resuming_another_run_is_refused_with_what_differs(source, tmp_path):
     ck = str(tmp_path / "ck")
     fit(source, params("scvb0", checkpoint_dir=ck, passes=1))
@@ -93,6 +96,7 @@ def _spark():
     return SparkSession.builder.getOrCreate()
 
 
+@pytest.mark.slow
 def test_a_crash_while_writing_a_checkpoint_keeps_the_previous_one(source, tmp_path, monkeypatch):
     full = fit(source, params("svb"))
     ck = str(tmp_path / "ck")
@@ -118,6 +122,7 @@ def test_a_crash_while_writing_a_checkpoint_keeps_the_previous_one(source, tmp_p
     assert len(versions) == 1 and os.listdir(os.path.join(ck, "commits")) == versions
 
 
+@pytest.mark.slow
 def test_keep_checkpoint_false_removes_them_after_success(source, tmp_path):
     ck = tmp_path / "ck"
     res = fit(source, params("scvb0", checkpoint_dir=str(ck), keep_checkpoint=False))
@@ -131,6 +136,7 @@ def test_keep_checkpoint_false_removes_them_after_success(source, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_lda_estimator_continues_from_its_checkpoint_dir(spark, tmp_path, monkeypatch):
     """``LDA(checkpointDir=...)``: a fit that died continues when fit again."""
     from sparklda import LDA

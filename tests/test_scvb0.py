@@ -38,6 +38,7 @@ def test_scvb0_recovers_planted_topics(spark):
     assert res.evaluations[-1]["heldout_loglik"] > np.log(1 / 24) + 1.0
 
 
+@pytest.mark.slow
 def test_same_seed_same_model_different_seed_different_model(spark):
     src = planted_source(spark)
     a = fit(src, planted_params(passes=2))
@@ -48,6 +49,7 @@ def test_same_seed_same_model_different_seed_different_model(spark):
     assert not np.allclose(a.model.topic_word, c.model.topic_word)
 
 
+@pytest.mark.slow
 def test_result_does_not_depend_on_partitions_per_round(spark):
     """Documents, their order of rounds and their random draws depend on the
     seed and the document ids only; partitions change float summation order."""
@@ -57,6 +59,7 @@ def test_result_does_not_depend_on_partitions_per_round(spark):
     np.testing.assert_allclose(one.model.topic_word, three.model.topic_word, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_float32_agrees_with_float64(spark):
     src = planted_source(spark)
     f32 = fit(src, planted_params(passes=2, dtype="float32"))

@@ -19,6 +19,7 @@ from sparklda.model import TopicModel
 from tests.helpers import TRAIN_JOB, job_env, run, write_config
 
 
+@pytest.mark.slow
 def test_job_trains_from_toml_in_process(spark, tmp_path, capsys):
     cfg = load_config(write_config(tmp_path), ["training.passes=2"])
     metrics = train.run(spark, cfg)
@@ -56,6 +57,7 @@ def _fake_interpreters(directory):
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
+@pytest.mark.slow
 def test_job_runs_by_interpreter_path_without_activated_environment(tmp_path):
     """The real entry point in its own process, started as `/path/to/python jobs/...` with
     no PYSPARK_PYTHON and another `python3` first on PATH: the local Python workers must
@@ -224,6 +226,7 @@ def test_java_check_says_so_plainly(monkeypatch, tmp_path):
     assert "no `java` was found on PATH" in _java.java_problem()
 
 
+@pytest.mark.slow
 def test_job_trains_from_json_lines_text(spark, tmp_path):
     """Raw text in JSON lines: Spark ML tokenizer, stop words, vocabulary limits."""
     rng = np.random.default_rng(0)

@@ -263,3 +263,64 @@ def test_k_below_two_fails_before_any_spark_job(spark):
     with pytest.raises(ValueError, match="'k' parameter of LDA must be an int in the range \\[2"):
         fit(planted_source(spark), TrainParams(k=1))
     assert sc.statusTracker().getJobIdsForGroup() == before
+
+
+KILLED_SAVER = r"""
+import os, sys, time
+import numpy as np
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+from sparklda.model import TopicModel
+path = sys.argv[1]
+models = [TopicModel(np.full((3000, 20), float(i + 1)), 0.1, 0.01) for i in range(2)]
+models[0].save(path, overwrite=True)
+print("READY", flush=True)
+i = 1
+while True:  # overwrite again and again until killed
+    models[i % 2].save(path, overwrite=True)
+    i += 1
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.0, 0.7, 1.9])
+def test_a_save_killed_at_any_moment_leaves_a_loadable_model(tmp_path, delay):
+    """SIGKILL a process that keeps overwriting a model, at several delays after its
+    first complete save: the directory always loads, as one of the two models."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "saver.py"
+    script.write_text(KILLED_SAVER)
+    path = str(tmp_path / "model")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("READY"):
+                break
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    back = TopicModel.load(path)
+    assert back.topic_word.shape == (3000, 20)
+    assert float(back.topic_word[0, 0]) in (1.0, 2.0)
+    assert np.all(back.topic_word == back.topic_word[0, 0])
+    # the next save cleans up whatever the killed one left half-written
+    small_model().save(path, overwrite=True)
+    names = sorted(os.listdir(path))
+    assert names[0] == "commits" and len(names) == 2

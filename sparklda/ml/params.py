@@ -24,7 +24,7 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval, HasFeaturesCol, HasMaxIter, HasSeed
 
 from .. import modes  # noqa: F401  (registers the available modes)
-from ..corpus import check_vector_column
+from ..corpus import check_vector_column, declared_size  # noqa: F401  (used by the estimator and model)
 from ..errors import ParamError
 from ..model import TopicModel
 from ..modes import MODES
@@ -456,10 +456,3 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 def check_features(dataset, col: str) -> None:
     """``col`` exists and holds Spark ML vectors (:func:`sparklda.corpus.check_vector_column`)."""
     check_vector_column(dataset, col)
-
-
-def declared_size(dataset, col: str) -> int | None:
-    """The vector size an ML attribute group declares (CountVectorizer sets it), or None."""
-    attr = (dataset.schema[col].metadata or {}).get("ml_attr", {})
-    n = attr.get("num_attrs")
-    return int(n) if n is not None else None

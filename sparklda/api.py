@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .corpus import DocSource, build_corpus, from_text, from_vectors, load_text_dataframe, read_uci
-from .errors import CorpusError
+from .errors import CorpusError, executor_errors
 from .inference import transform_dataframe
 from .model import TopicModel
 from .params import TrainParams
@@ -81,9 +81,10 @@ def fit(
             cb.on_corpus(corpus)
         build_seconds = time.perf_counter() - start
         log.info("corpus built in %.2f s: %s", build_seconds, corpus.report)
-        result = train(
-            corpus, params, initial, callbacks=callbacks, clock_start=start, resume=resume
-        )
+        with executor_errors(source.what):
+            result = train(
+                corpus, params, initial, callbacks=callbacks, clock_start=start, resume=resume
+            )
     finally:
         corpus.unpersist()
     result.report["corpus_build_seconds"] = build_seconds
@@ -97,7 +98,12 @@ def transform(
     output_col: str = "topicDistribution",
     max_iter: int = 100,
 ):
-    """``df`` with a column of each document's topic distribution under ``model``."""
+    """``df`` with a column of each document's topic distribution under ``model``.
+
+    Lazy, like any DataFrame transformation: the vectors' size is checked here
+    (:func:`~sparklda.inference.transform_dataframe`), other bad documents
+    raise at the action, inside :func:`sparklda.errors.executor_errors` as
+    :class:`~sparklda.errors.CorpusError`."""
     return transform_dataframe(
         model.topics_matrix(), model.alpha, df, features_col, output_col, max_iter
     )
@@ -111,11 +117,13 @@ def source_from_config(spark, cfg: dict) -> DocSource:
             raise CorpusError(
                 "input.format = 'uci' needs input.docword (path of docword.txt[.gz])."
             )
-        return read_uci(spark, cfg["docword"], cfg.get("vocab"))
+        return read_uci(spark, cfg["docword"], cfg.get("vocab"), encoding=cfg.get("encoding"))
     if fmt in ("text", "json", "parquet"):
         if "path" not in cfg:
             raise CorpusError(f"input.format = {fmt!r} needs input.path.")
-        df = load_text_dataframe(spark, cfg["path"], fmt, cfg.get("text_col", "text"))
+        df = load_text_dataframe(
+            spark, cfg["path"], fmt, cfg.get("text_col", "text"), cfg.get("encoding")
+        )
         opts = {
             k: cfg[k] for k in ("vocab_size", "min_df", "max_df", "min_token_length") if k in cfg
         }

@@ -21,14 +21,16 @@ from __future__ import annotations
 import gzip
 import logging
 import math
+import re
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 from pyspark import StorageLevel
 
 from .block import DocBlock, HeldoutBlock, split_halves
-from .errors import CorpusError
-from .io import is_sample, resolve_sample
+from .errors import CorpusError, executor_errors
+from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
 from .params import BY_NAME, Constraint, check_param
 
@@ -68,41 +70,206 @@ class DocSource:
 # Readers
 
 
-def _open_text(path):
-    return (
-        gzip.open(path, "rt", encoding="utf-8")
-        if str(path).endswith(".gz")
-        else open(path, encoding="utf-8")
-    )
+def _read_local_bytes(path: str, what: str) -> bytes:
+    """The bytes of a file on the driver's disk, gunzipped when its name ends in ``.gz``."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return _gunzip(data, what) if path.endswith(".gz") else data
 
 
-def read_vocab(path, spark=None) -> list[str]:
-    """One term per line (UCI ``vocab.txt``): through Spark's text reader when
-    ``spark`` is given (any file system Spark reaches), else from the driver's
-    disk; ``sample:...`` names a file of the shipped corpus."""
+def _gunzip(data: bytes, what: str) -> bytes:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise CorpusError(
+            f"{what} is not a valid, complete gzip file ({e}): it is cut short (an "
+            f"interrupted copy or download?) or corrupt."
+        ) from None
+
+
+def decode_text(data: bytes, encoding: str, what: str) -> str:
+    """``data`` decoded as ``encoding`` (a name :func:`~sparklda.io.check_encoding` returned);
+    bytes that are not valid raise :class:`CorpusError` naming ``what``, the byte offset
+    and the line. A UTF-8 byte-order mark is dropped."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise CorpusError(
+            f"{what} is not valid {encoding} text: byte offset {e.start} (line {line}) "
+            f"holds byte 0x{data[e.start]:02x} ({e.reason}). Pass its encoding (for example "
+            f"encoding='latin-1'; in a job's [input] table, encoding = \"latin-1\")."
+        ) from None
+    return text.removeprefix("\ufeff") if encoding == "utf-8" else text
+
+
+def _text_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_vocab(path, spark=None, encoding: str | None = None) -> list[str]:
+    """One term per line (UCI ``vocab.txt``, ``.gz`` too), decoded as ``encoding`` (default
+    UTF-8; bytes that are not valid raise :class:`CorpusError` naming the file and the byte
+    offset).
+
+    Read through Spark (its ``binaryFile`` source: any file system Spark
+    reaches) when ``spark`` is given, else from the driver's disk;
+    ``sample:...`` names a file of the shipped corpus.
+    """
+    encoding = check_encoding(encoding, "uci", "read_vocab")
+    name = str(path)
+    what = f"Vocabulary file {name!r}"
     if is_sample(path) or spark is None:
-        with _open_text(resolve_sample(str(path))) as f:
-            lines = [line.rstrip("\n") for line in f]
+        data = _read_local_bytes(resolve_sample(name), what)
     else:
-        lines = [r[0] for r in spark.read.text(str(path)).collect()]
+        with executor_errors(what):
+            rows = spark.read.format("binaryFile").load(name).select("path", "content").collect()
+        data = b"".join(bytes(r["content"]) for r in sorted(rows, key=lambda r: r["path"]))
+        if name.endswith(".gz"):
+            data = _gunzip(data, what)
+    lines = _text_lines(decode_text(data, encoding, what))
     return [line for line in lines if line.strip() != ""]
 
 
 def _sample_lines(sc, path: str, min_partitions: int | None):
     """The lines of a shipped sample file, read on the driver and distributed, so
     executors that do not share the driver's disk (or package) read it too."""
-    with _open_text(resolve_sample(path)) as f:
-        lines = f.read().splitlines()
+    data = _read_local_bytes(resolve_sample(path), f"Sample file {path!r}")
+    lines = _text_lines(decode_text(data, "utf-8", f"Sample file {path!r}"))
     return sc.parallelize(lines, max(sc.defaultParallelism, min_partitions or 1))
 
 
+#: What a line of a UCI docword file's body holds.
+_UCI_LINE = "'docID wordID count' (three numbers, ids from 1)"
+
+
+def _uci_line_problem(line: str, n_docs: int, n_words: int) -> str:
+    """What is wrong with a line of a docword file's body (a line that failed the check)."""
+    fields = line.split()
+    if len(fields) != 3:
+        return f"has {len(fields)} field(s); expected {_UCI_LINE}"
+    try:
+        d, w, c = int(fields[0]), int(fields[1]), float(fields[2])
+    except ValueError:
+        return f"is not {_UCI_LINE}"
+    if not 1 <= d <= n_docs:
+        return f"has document id {d}, outside 1..D={n_docs} (D is declared on line 1 of the header)"
+    if not 1 <= w <= n_words:
+        return (
+            f"has term id {w}, outside the vocabulary 1..W={n_words} (W is declared on line 2 "
+            f"of the header)"
+        )
+    kind = "non-finite" if not math.isfinite(c) else "negative" if c < 0 else "non-integer"
+    return f"has a {kind} term count; counts must be finite non-negative integers"
+
+
+def _uci_parser(n_docs: int, n_words: int):
+    """Parse one partition of a docword file's lines into ``(doc, (term, count))`` pairs
+    (0-based ids), checking each line against the header; the partition ends with one
+    summary record ``(-1 - partition, (lines, entries, first bad line or None))``."""
+    inf = math.inf
+
+    def parse(part, lines):
+        n_lines = entries = 0
+        first_bad = None
+        for i, line in enumerate(lines):
+            n_lines += 1
+            if part == 0 and i < 3:  # the header, read on the driver
+                continue
+            fields = line.split()
+            if len(fields) == 3:
+                try:
+                    d, w, c = int(fields[0]), int(fields[1]), float(fields[2])
+                except ValueError:
+                    pass
+                else:
+                    if 0 < d <= n_docs and 0 < w <= n_words and 0.0 <= c < inf and c.is_integer():
+                        entries += 1
+                        yield d - 1, (w - 1, c)
+                        continue
+            elif not fields:  # a blank line
+                continue
+            if first_bad is None:
+                first_bad = (i, _uci_line_problem(line, n_docs, n_words), line)
+        yield -1 - part, (n_lines, entries, first_bad)
+
+    return parse
+
+
+def _uci_partition(key: int) -> int:
+    """Partition of a parsed docword record: documents by id, every partition's summary
+    record in partition 0 (where the body is checked against the header)."""
+    return key if key >= 0 else 0
+
+
+def _check_uci_body(what: str, nnz: int, summaries: list) -> None:
+    """Raise :class:`CorpusError` for the first bad line of the body (its 1-based line
+    number counted from the partitions' line counts) or a body whose entries are not
+    the NNZ the header declares."""
+    summaries.sort()
+    first_line = 1
+    bad = None
+    for _, (n_lines, _, first_bad) in summaries:
+        if first_bad is not None and bad is None:
+            i, problem, line = first_bad
+            bad = (first_line + i, problem, line)
+        first_line += n_lines
+    if bad is not None:
+        number, problem, line = bad
+        shown = line if len(line) <= 80 else line[:77] + "..."
+        raise CorpusError(f"{what}, line {number}: {shown!r} {problem}.")
+    entries = sum(s[1][1] for s in summaries)
+    if entries != nnz:
+        why = (
+            "the file is cut short or its header is wrong"
+            if entries < nnz
+            else ("its header is wrong")
+        )
+        raise CorpusError(
+            f"{what}: the header declares NNZ={nnz} entries (line 3) but the body has "
+            f"{entries} entry lines ({first_line - 1} lines in all); {why}."
+        )
+
+
+def _uci_documents(what: str, nnz: int):
+    def documents(index, groups):
+        summaries = []
+        for key, values in groups:
+            if key < 0:
+                summaries.extend((-1 - key, v) for v in values)
+                continue
+            entries = sorted(values)
+            terms = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+            counts = np.fromiter((e[1] for e in entries), dtype=np.float64, count=len(entries))
+            yield key, terms, counts
+        if index == 0:
+            _check_uci_body(what, nnz, summaries)
+
+    return documents
+
+
 def read_uci(
-    spark, docword_path: str, vocab_path: str | None = None, min_partitions: int | None = None
+    spark,
+    docword_path: str,
+    vocab_path: str | None = None,
+    min_partitions: int | None = None,
+    encoding: str | None = None,
 ) -> DocSource:
     """Read UCI bag-of-words files (``docword.txt[.gz]`` and ``vocab.txt``).
 
     The docword file has three header lines (D, W, NNZ) and then
     ``docID wordID count`` lines with 1-based ids. Returned ids are 0-based.
+    ``encoding`` is the vocabulary file's (default UTF-8).
+
+    The header is read here; the body is checked against it in the job that
+    first reads the whole file (:func:`build_corpus`'s validation): a line
+    that is not three numbers, an id outside ``1..D`` or ``1..W``, a bad count,
+    or a number of entries other than NNZ (a file cut short) raises
+    :class:`CorpusError` naming the file and the line. A ``.gz`` file that is
+    cut short or corrupt raises :class:`CorpusError` naming the file.
     """
     sc = spark.sparkContext
     what = f"UCI docword file {docword_path!r}"
@@ -110,47 +277,35 @@ def read_uci(
         lines = _sample_lines(sc, str(docword_path), min_partitions)
     else:
         lines = sc.textFile(str(docword_path), minPartitions=min_partitions)
-    header = lines.take(3)
+    with executor_errors(what):
+        header = lines.take(3)
     try:
-        n_docs, n_words, _ = (int(h.strip()) for h in header)
+        n_docs, n_words, nnz = (int(h.strip()) for h in header)
     except ValueError:
         raise CorpusError(
             f"{what}: the first three lines must be the integers D, W and NNZ; got {header!r}."
         ) from None
+    for line, name, value, low in ((1, "D", n_docs, 0), (2, "W", n_words, 1), (3, "NNZ", nnz, 0)):
+        if value < low:
+            raise CorpusError(f"{what}: line {line} declares {name}={value}; it must be ≥ {low}.")
     vocab = None
     if vocab_path is not None:
-        vocab = read_vocab(vocab_path, spark)
+        vocab = read_vocab(vocab_path, spark, encoding)
         if len(vocab) != n_words:
             raise CorpusError(
                 f"{what} declares W={n_words} terms but vocabulary file "
                 f"{vocab_path!r} has {len(vocab)} lines."
             )
-
-    def parse(line):
-        parts = line.split()
-        if len(parts) < 3:
-            return []  # header lines
-        if len(parts) != 3:
-            return [(-1, (line, 0.0))]
-        try:
-            return [(int(parts[0]) - 1, (int(parts[1]) - 1, float(parts[2])))]
-        except ValueError:
-            return [(-1, (line, 0.0))]
+    else:
+        check_encoding(encoding, "uci", "read_uci")
 
     n_parts = max(sc.defaultParallelism, min_partitions or 1)
-    grouped = lines.flatMap(parse).groupByKey(numPartitions=n_parts)
-
-    def to_doc(kv):
-        doc, entries = kv
-        if doc < 0:
-            bad = next(iter(entries))[0]
-            raise CorpusError(f"{what}: malformed line {bad!r}; expected 'docID wordID count'.")
-        entries = sorted(entries)
-        terms = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
-        counts = np.fromiter((e[1] for e in entries), dtype=np.float64, count=len(entries))
-        return doc, terms, counts
-
-    return DocSource(grouped.map(to_doc), n_words, vocab, what, declared_docs=n_docs)
+    documents = (
+        lines.mapPartitionsWithIndex(_uci_parser(n_docs, n_words))
+        .groupByKey(numPartitions=n_parts, partitionFunc=_uci_partition)
+        .mapPartitionsWithIndex(_uci_documents(what, nnz))
+    )
+    return DocSource(documents, n_words, vocab, what, declared_docs=n_docs)
 
 
 def check_vector_column(df, col: str, param: str = "featuresCol"):
@@ -169,6 +324,25 @@ def check_vector_column(df, col: str, param: str = "featuresCol"):
             f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
             f"produces); got {dtype.simpleString()}."
         )
+
+
+def declared_size(df, col: str) -> int | None:
+    """The vector size the ML attribute group of ``df[col]`` declares (``CountVectorizer``
+    sets it), or None."""
+    attr = (df.schema[col].metadata or {}).get("ml_attr", {})
+    n = attr.get("num_attrs")
+    return int(n) if n is not None else None
+
+
+def vector_size(df, col: str) -> int | None:
+    """The size of the vectors of ``df[col]``: the declared one (:func:`declared_size`),
+    else the first non-null vector's (a small Spark job); None for a column of nulls."""
+    size = declared_size(df, col)
+    if size is None:
+        with executor_errors(f"column {col!r}"):
+            first = df.select(col).dropna().head()
+        size = int(first[0].size) if first is not None else None
+    return size
 
 
 def check_output_column(df, col: str, param: str = "topicDistributionCol"):
@@ -237,7 +411,8 @@ def from_vectors(
                 f"Column {id_col!r} (idCol) must be an integer column; got "
                 f"{df.schema[id_col].dataType.simpleString()}."
             )
-    first = df.select(features_col).dropna().head()
+    with executor_errors(f"column {features_col!r}"):
+        first = df.select(features_col).dropna().head()
     if first is None:
         raise CorpusError(f"The corpus is empty: column {features_col!r} has no rows.")
     size = int(first[0].size)
@@ -261,17 +436,116 @@ def from_vectors(
     return DocSource(rdd, size, list(vocab) if vocab is not None else None, what)
 
 
-def load_text_dataframe(spark, path: str, fmt: str | None = None, text_col: str = "text"):
+def load_text_dataframe(
+    spark, path: str, fmt: str | None = None, text_col: str = "text", encoding: str | None = None
+):
     """Read raw text files: ``json`` (JSON lines, ``.jsonl[.gz]``), ``parquet``
-    or ``text`` (one document per line)."""
+    or ``text`` (one document per line).
+
+    ``encoding`` (default UTF-8) is the files' text encoding: any encoding
+    that writes ASCII as ASCII for ``text`` (``"latin-1"``, ``"cp1252"``, ...),
+    one of Spark's JSON encodings for ``json``; Parquet strings are UTF-8.
+    Text that is not valid in it raises :class:`CorpusError` naming the file
+    (and the line and byte for ``text``) when the text is first read, in
+    :func:`from_text`; a JSON line that does not parse raises it here (Spark
+    reads every line to infer the schema). A ``.gz`` file that is cut short or
+    corrupt raises :class:`CorpusError` naming the file.
+    """
     fmt = fmt or ("json" if ".json" in path else "parquet" if path.endswith(".parquet") else "text")
+    if fmt not in _TEXT_FORMAT.options:
+        raise _TEXT_FORMAT.error(fmt, "load_text_dataframe")
+    encoding = check_encoding(encoding, fmt, "load_text_dataframe")
     if fmt == "json":
-        return spark.read.json(path)
+        return _read_json_lines(spark, path, encoding)
     if fmt == "parquet":
         return spark.read.parquet(path)
-    if fmt == "text":
-        return spark.read.text(path).withColumnRenamed("value", text_col)
-    raise _TEXT_FORMAT.error(fmt, "load_text_dataframe")
+    return _read_text_lines(spark, path, text_col, encoding)
+
+
+def _read_json_lines(spark, path: str, encoding: str):
+    reader = spark.read.option("mode", "FAILFAST")
+    if encoding != "utf-8":
+        reader = reader.option("encoding", SPARK_CHARSETS[encoding]).option("lineSep", "\n")
+    what = f"JSON lines file(s) {path!r}"
+    try:
+        with executor_errors(what):
+            return reader.json(path)
+    except CorpusError:
+        raise
+    except Exception as e:
+        text = str(e)
+        if "MALFORMED_RECORD" not in text:
+            raise
+        cause = re.search(r"Caused by: \S*?(\w+Exception): ([^\n]*)", text)
+        detail = f" ({cause.group(1)}: {cause.group(2)})" if cause else ""
+        hint = (
+            " The text is not UTF-8: pass its encoding (for example encoding='latin-1'; "
+            'in a job\'s [input] table, encoding = "latin-1").'
+            if cause and "UTF-8" in cause.group(2) and encoding == "utf-8"
+            else ""
+        )
+        raise CorpusError(
+            f"{what} hold a line that is not a JSON object in {encoding}{detail}.{hint}"
+        ) from None
+
+
+#: The message of a line of a text file that is not valid UTF-8 (Spark SQL format string:
+#: file, start of the line, byte offset in the line); the executor_errors protocol.
+_NOT_UTF8 = (
+    f"{CorpusError.__module__}.{CorpusError.__name__}: File '%s' is not valid utf-8 text: the "
+    "line starting '%s' holds an invalid byte at byte offset %d of the line. Pass its "
+    "encoding (for example encoding='latin-1'; in a job's [input] table, "
+    'encoding = "latin-1").'
+)
+
+
+def _read_text_lines(spark, path: str, text_col: str, encoding: str):
+    """One row per line, column ``text_col``, decoded as ``encoding`` on the executors.
+
+    Spark's text reader keeps each line's bytes as they are; UTF-8 lines are
+    checked (a line that is not valid UTF-8 raises, naming the file, the line
+    and the byte), Latin-1 is decoded by Spark, other encodings by Python.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    raw = spark.read.text(path)
+    value, file = F.col("value"), raw["_metadata.file_path"]
+    if encoding == "utf-8":
+        valid = F.make_valid_utf8(value)
+        at = F.instr(valid, "\ufffd")
+        message = F.format_string(
+            _NOT_UTF8,
+            file,
+            F.substring(valid, 1, 60),
+            F.octet_length(F.substring(valid, 1, at - 1)),
+        )
+        text = F.when(F.is_valid_utf8(value), value).otherwise(F.raise_error(message))
+    elif encoding == "iso8859-1":  # every byte is a character: nothing to check
+        text = F.decode(value.cast("binary"), "ISO-8859-1")
+    else:
+        decode = F.udf(_line_decoder(encoding), StringType())
+        text = decode(value.cast("binary"), file)
+    return raw.select(text.alias(text_col))
+
+
+def _line_decoder(encoding: str):
+    def decode(data, file):
+        if data is None:
+            return None
+        data = bytes(data)
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError as e:
+            start = data[:60].decode(encoding, errors="replace")
+            raise CorpusError(
+                f"File {file!r} is not valid {encoding} text: the line starting {start!r} "
+                f"holds byte 0x{data[e.start]:02x} at byte offset {e.start} of the line "
+                f"({e.reason}). Pass the files' encoding if it is not {encoding} "
+                f'(encoding=...; in a job\'s [input] table, encoding = "...").'
+            ) from None
+
+    return decode
 
 
 def from_text(
@@ -325,7 +599,8 @@ def from_text(
         minDF=float(min_df),
         maxDF=float(max_df),
     )
-    cv_model = cv.fit(tokens)
+    with executor_errors(f"column {text_col!r}"):  # the job that reads the text
+        cv_model = cv.fit(tokens)
     if not cv_model.vocabulary:
         raise CorpusError(
             f"The corpus is empty: no term of column {text_col!r} survived "
@@ -399,9 +674,10 @@ def validate(source: DocSource) -> dict:
     vocabulary; at least one non-empty document. Returns the counts
     (documents, empty documents, pairs, tokens).
     """
-    stats = source.rdd.mapPartitions(_check_partition(source.what, source.vocab_size)).reduce(
-        _merge_checks
-    )
+    with executor_errors(source.what):
+        stats = source.rdd.mapPartitions(_check_partition(source.what, source.vocab_size)).reduce(
+            _merge_checks
+        )
     what = source.what
     p = stats["problems"]
     if "non-finite" in p:
@@ -513,12 +789,14 @@ def split_documents(
         if heldout_count >= n_nonempty:
             raise CorpusError(
                 f"The 'heldout_count' parameter ({heldout_count}) must be smaller "
-                f"than the number of non-empty documents ({n_nonempty})."
+                f"than the number of non-empty documents ({n_nonempty} of the "
+                f"{stats['docs']} documents of {source.what}) to leave documents to train on."
             )
         keys = docs_ok.map(
             lambda d: float(uniform_per_doc(seed, Stream.HELDOUT, np.array([d[0]]))[0])
         )
-        threshold = keys.takeOrdered(heldout_count)[-1]
+        with executor_errors(source.what):
+            threshold = keys.takeOrdered(heldout_count)[-1]
     elif heldout_fraction > 0:
         threshold = float(heldout_fraction)
     if threshold < 0:
@@ -605,48 +883,52 @@ def build_corpus(
 
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        stats = validate(source)
-        train_docs, held_docs = split_documents(
-            source, stats, heldout_fraction, heldout_count, seed
-        )
-        # nothing held out: every non-empty document trains (no counting job needed)
-        n_train = (stats["docs"] - stats["empty"]) if held_docs is None else train_docs.count()
-        if n_train == 0:
-            raise CorpusError(
-                "No training documents are left after holding out documents; "
-                "lower 'heldout_fraction' or 'heldout_count'."
+        with executor_errors(source.what):  # errors of the checks run on executors
+            stats = validate(source)
+            train_docs, held_docs = split_documents(
+                source, stats, heldout_fraction, heldout_count, seed
             )
-        n_slices = max(1, math.ceil(n_train / minibatch_size))
-        p = parts_per_slice
-        n_parts = n_slices * p
+            # nothing held out: every non-empty document trains (no counting job needed)
+            n_train = (stats["docs"] - stats["empty"]) if held_docs is None else train_docs.count()
+            if n_train == 0:
+                raise CorpusError(
+                    "No training documents are left after holding out documents; "
+                    "lower 'heldout_fraction' or 'heldout_count'."
+                )
+            n_slices = max(1, math.ceil(n_train / minibatch_size))
+            p = parts_per_slice
+            n_parts = n_slices * p
 
-        def assign(it):
-            batch = list(it)
-            if not batch:
-                return iter(())
-            ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-            s = np.minimum(
-                (uniform_per_doc(seed, Stream.SLICE, ids) * n_slices).astype(np.int64), n_slices - 1
+            def assign(it):
+                batch = list(it)
+                if not batch:
+                    return iter(())
+                ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
+                s = np.minimum(
+                    (uniform_per_doc(seed, Stream.SLICE, ids) * n_slices).astype(np.int64),
+                    n_slices - 1,
+                )
+                i = np.minimum(
+                    (uniform_per_doc(seed, Stream.PART, ids) * p).astype(np.int64), p - 1
+                )
+                return ((int(s[k] * p + i[k]), d) for k, d in enumerate(batch))
+
+            def make_block(it):
+                yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
+
+            train = (
+                train_docs.mapPartitions(assign)
+                .partitionBy(n_parts, lambda x: x)
+                .mapPartitions(make_block, preservesPartitioning=True)
+                .setName("sparklda training blocks")
+                .persist(StorageLevel.MEMORY_ONLY)
             )
-            i = np.minimum((uniform_per_doc(seed, Stream.PART, ids) * p).astype(np.int64), p - 1)
-            return ((int(s[k] * p + i[k]), d) for k, d in enumerate(batch))
-
-        def make_block(it):
-            yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
-
-        train = (
-            train_docs.mapPartitions(assign)
-            .partitionBy(n_parts, lambda x: x)
-            .mapPartitions(make_block, preservesPartitioning=True)
-            .setName("sparklda training blocks")
-            .persist(StorageLevel.MEMORY_ONLY)
-        )
-        per_part = train.map(lambda b: (b.n_docs, b.n_tokens, b.nnz, b.nbytes())).collect()
-        arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
-        slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
-        slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
-        heldout = heldout_blocks(held_docs, seed, dtype) if held_docs is not None else None
-        n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
+            per_part = train.map(lambda b: (b.n_docs, b.n_tokens, b.nnz, b.nbytes())).collect()
+            arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
+            slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
+            slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
+            heldout = heldout_blocks(held_docs, seed, dtype) if held_docs is not None else None
+            n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
     finally:
         docs.unpersist()
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .block import DocBlock
-from .corpus import check_output_column, check_vector_column, vector_to_arrays
+from .corpus import check_output_column, check_vector_column, vector_size, vector_to_arrays
+from .errors import CorpusError
 from .kernels import foldin_block
 
 
@@ -25,7 +26,15 @@ def transform_dataframe(
 ):
     """``df`` with a vector column ``output_col`` of each document's θ under topics
     ``phi`` (V, K, columns summing to one) and prior ``alpha``, computed on the
-    executors."""
+    executors.
+
+    The columns are checked here, and the vectors' size against the model's
+    vocabulary: the size the column's ML attribute declares (``CountVectorizer``
+    sets it), else the first vector's (one small Spark job). The result is lazy:
+    a later vector of another size raises when an action computes it, as
+    pyspark's ``PythonException``; run the action inside
+    :func:`sparklda.errors.executor_errors` to get the :class:`CorpusError`.
+    """
     from pyspark.ml.linalg import DenseVector, VectorUDT
     from pyspark.sql import Row
     from pyspark.sql.types import StructField, StructType
@@ -33,6 +42,12 @@ def transform_dataframe(
     check_vector_column(df, features_col)
     check_output_column(df, output_col)
     v = phi.shape[0]
+    size = vector_size(df, features_col)
+    if size is not None and size != v:
+        raise CorpusError(
+            f"Vectors in column {features_col!r} have size {size} but the model's "
+            f"vocabulary has {v} terms."
+        )
     phi_bc = df.sparkSession.sparkContext.broadcast(np.ascontiguousarray(phi))
     alpha = float(alpha)
     pos = df.columns.index(features_col)

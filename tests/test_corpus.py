@@ -14,11 +14,13 @@ from sparklda.corpus import (
     build_corpus,
     from_text,
     from_vectors,
+    load_text_dataframe,
     read_uci,
+    read_vocab,
     split_documents,
 )
 from sparklda.errors import ParamError
-from tests.helpers import planted_source
+from tests.helpers import KOS_DOCWORD, planted_source
 
 
 def write_uci(tmp_path, lines, header=(4, 5, None), vocab=("a", "b", "c", "d", "e"), gz=True):
@@ -258,3 +260,338 @@ def test_shipped_sample_is_read_on_the_driver_and_distributed(spark):
     assert "ParallelCollectionRDD" in lineage and "HadoopRDD" not in lineage
     assert src.vocab_size == 6906 and len(src.vocab) == 6906 and src.vocab[0] == "aarp"
     assert src.declared_docs == 3430
+
+
+# --------------------------------------------------------------------------
+# UCI files whose header disagrees with the body: errors name the file and the line,
+# found in the job that reads the file (build_corpus's validation), before training
+
+
+def uci_body(n_docs=40, per_doc=4):
+    """160 entry lines: every document has terms 1..per_doc once."""
+    return [f"{d} {w} 1" for d in range(1, n_docs + 1) for w in range(1, per_doc + 1)]
+
+
+BODY = uci_body()
+UCI_CASES = [
+    # (header (D, W, NNZ), body, message); header lines are lines 1-3, so entry i is line i + 4
+    ((5, 50, 160), BODY, "line 24: '6 1 1' has document id 6, outside 1..D=5 (D is declared"),
+    ((40, 3, 160), BODY, "line 7: '1 4 1' has term id 4, outside the vocabulary 1..W=3 (W is"),
+    (
+        (40, 50, 9999),
+        BODY,
+        ": the header declares NNZ=9999 entries (line 3) but the body has 160 entry lines "
+        "(163 lines in all); the file is cut short or its header is wrong.",
+    ),
+    (
+        (40, 50, 160),
+        BODY[:80],
+        ": the header declares NNZ=160 entries (line 3) but the body has 80 entry lines",
+    ),
+    (
+        (40, 50, 160),
+        BODY[:-1] + ["40 4"],
+        "line 163: '40 4' has 2 field(s); expected 'docID wordID count' (three numbers, "
+        "ids from 1).",
+    ),
+    ((40, 50, 160), BODY[:50] + ["0 3 1"] + BODY[51:], "line 54: '0 3 1' has document id 0"),
+    ((40, 50, 160), BODY[:50] + ["13 0 1"] + BODY[51:], "line 54: '13 0 1' has term id 0"),
+    ((40, 50, 160), BODY[:50] + ["13 x 1"] + BODY[51:], "line 54: '13 x 1' is not 'docID"),
+    (
+        (40, 50, 160),
+        BODY[:100] + ["26 1 -2"] + BODY[101:],
+        "line 104: '26 1 -2' has a negative term count; counts must be finite non-negative "
+        "integers.",
+    ),
+]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["text", "gzip"])
+@pytest.mark.parametrize(
+    "header,body,message",
+    UCI_CASES,
+    ids=["D", "W", "NNZ", "cut-in-half", "two-fields", "doc-0", "term-0", "not-a-number", "neg"],
+)
+def test_uci_header_and_body_must_agree(spark, tmp_path, gz, header, body, message):
+    # several partitions for the plain file: line numbers count across Hadoop splits
+    docword, _ = write_uci(tmp_path, body, header=header, gz=gz)
+    source = read_uci(spark, docword, min_partitions=1 if gz else 4)
+    if not gz:
+        assert source.rdd.context.textFile(docword, 4).getNumPartitions() >= 4
+    with pytest.raises(CorpusError) as e:
+        build_corpus(source)
+    assert str(e.value).startswith(f"UCI docword file {docword!r}")
+    assert message in str(e.value)
+
+
+def test_uci_body_checks_run_in_the_validation_job(spark, tmp_path):
+    """The header is read with one small job; the body's checks need no job of their own."""
+    docword, vocab = write_uci(
+        tmp_path, BODY, header=(40, 50, 160), vocab=[f"w{i}" for i in range(50)]
+    )
+    sc = spark.sparkContext
+    group = "uci-jobs"
+    sc.setJobGroup(group, "count the jobs that read the file")
+    try:
+        corpus = build_corpus(read_uci(spark, docword, vocab), minibatch_size=20)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    corpus.unpersist()
+    jobs = [sc.statusTracker().getJobInfo(j) for j in sc.statusTracker().getJobIdsForGroup(group)]
+    # the header (take), the vocabulary, validation, the block layout: the body is read once
+    reads = [j for j in jobs if j is not None]
+    assert len(reads) == 4, [j.jobId for j in reads]
+
+
+def test_uci_header_values(spark, tmp_path):
+    docword, _ = write_uci(tmp_path, ["1 1 1"], header=(1, 0, 1), gz=False)
+    with pytest.raises(CorpusError, match="line 2 declares W=0; it must be ≥ 1"):
+        read_uci(spark, docword)
+    short = tmp_path / "short.txt"
+    short.write_text("3\n5\n")
+    with pytest.raises(CorpusError, match="first three lines must be the integers D, W and NNZ"):
+        read_uci(spark, str(short))
+
+
+# --------------------------------------------------------------------------
+# Compressed files cut short or corrupt
+
+
+def cut_gzip(path, out, keep=0.5):
+    data = open(path, "rb").read()
+    with open(out, "wb") as f:
+        f.write(data[: int(len(data) * keep)])
+    return str(out)
+
+
+def test_truncated_or_corrupt_gzip_names_the_file(spark, tmp_path):
+    cut = cut_gzip(KOS_DOCWORD, tmp_path / "cut.txt.gz")
+    with pytest.raises(CorpusError) as e:
+        # reading the header may stream far enough to meet the end, else validation does
+        build_corpus(read_uci(spark, cut))
+    assert str(e.value) == (
+        f"UCI docword file {cut!r} is not a valid, complete gzip file (java.io.EOFException: "
+        "Unexpected end of input stream): it is cut short (an interrupted copy or download?) "
+        "or corrupt."
+    )
+    garbage = tmp_path / "garbage.txt.gz"
+    garbage.write_bytes(b"this is not gzip data at all\n" * 10)
+    with pytest.raises(CorpusError) as e:
+        read_uci(spark, str(garbage))  # found reading the header
+    assert str(e.value).startswith(
+        f"UCI docword file '{garbage}' is not a valid, complete gzip file "
+        "(java.io.IOException: not a gzip file)"
+    )
+    # the vocabulary, through Spark and from the driver's disk
+    vocab = tmp_path / "vocab.txt.gz"
+    with gzip.open(vocab, "wt") as f:
+        f.write("".join(f"term{i}\n" for i in range(5000)))
+    vcut = cut_gzip(vocab, tmp_path / "vcut.txt.gz")
+    for reader in (lambda: read_vocab(vcut, spark), lambda: read_vocab(vcut)):
+        with pytest.raises(
+            CorpusError, match=f"^Vocabulary file '{vcut}' is not a valid, complete gzip file"
+        ):
+            reader()
+    # raw text read by Spark SQL's reader: the message names the file Spark names
+    text = tmp_path / "docs.txt.gz"
+    with gzip.open(text, "wt") as f:
+        f.write("".join(f"document number {i} about cats\n" for i in range(20000)))
+    tcut = cut_gzip(text, tmp_path / "tcut.txt.gz")
+    with pytest.raises(CorpusError) as e:
+        from_text(load_text_dataframe(spark, tcut))
+    assert str(e.value).startswith(f"File 'file://{tcut}' is not a valid, complete gzip file")
+
+
+# --------------------------------------------------------------------------
+# Errors raised on the executors reach the user as the library's own
+
+
+def test_one_vector_of_another_size_fails_fit_with_a_corpus_error(spark):
+    from pyspark.ml.linalg import Vectors
+
+    from sparklda import LDA
+    from sparklda.api import fit
+    from sparklda.params import TrainParams
+    from tests.helpers import Recorder
+
+    rows = [(i, Vectors.sparse(5, {i % 5: 2.0})) for i in range(30)]
+    rows.append((30, Vectors.sparse(7, {6: 1.0})))
+    df = spark.createDataFrame(rows, ["id", "features"]).repartition(3)
+    message = "Vectors in column 'features' must all have the vocabulary size 5; document"
+    with pytest.raises(CorpusError) as e:
+        LDA(k=2, maxIter=1).fit(df)
+    assert type(e.value) is CorpusError and message in str(e.value)
+    assert "has size 7." in str(e.value) and "Traceback" not in str(e.value)
+    recorder = Recorder()
+    with pytest.raises(CorpusError, match=message):
+        fit(from_vectors(df, "features", id_col="id"), TrainParams(k=2), callbacks=[recorder])
+    assert recorder.corpus is None and recorder.rounds == []  # before training
+    with pytest.raises(CorpusError, match=f"{message} 30 has size 7."):
+        build_corpus(from_vectors(df, "features", id_col="id"))
+
+
+def test_transform_checks_the_size_up_front_and_errors_at_the_action(spark):
+    from pyspark.ml.linalg import Vectors
+
+    from sparklda.errors import executor_errors
+    from sparklda.model import TopicModel
+
+    model = TopicModel(np.ones((5, 2)), 0.1, 0.01)
+    wrong = spark.createDataFrame([(0, Vectors.sparse(6, {0: 1.0}))], ["id", "features"])
+    with pytest.raises(CorpusError, match="have size 6 but the model's vocabulary has 5 terms"):
+        model.transform(wrong)  # the first vector's size, before the action
+    mixed = spark.createDataFrame(
+        [(0, Vectors.sparse(5, {0: 1.0})), (1, Vectors.sparse(6, {5: 1.0}))], ["id", "features"]
+    ).coalesce(1)
+    out = model.transform(mixed)  # lazy: the second vector is seen at the action
+    with (
+        pytest.raises(
+            CorpusError, match="must all have the model's vocabulary size 5; document 1 has size 6"
+        ),
+        executor_errors(),
+    ):
+        out.collect()
+
+
+def test_executor_errors_keeps_the_class_and_message_only(spark):
+    from sparklda.errors import ModelPathError, ParamError, executor_errors
+
+    def fail(x):
+        if x == 3:
+            raise ParamError("The 'k' parameter of test must be an int. Got 'x' instead.")
+        return x
+
+    with pytest.raises(ParamError) as e, executor_errors():
+        spark.sparkContext.parallelize(range(5), 2).map(fail).collect()
+    assert str(e.value) == "The 'k' parameter of test must be an int. Got 'x' instead."
+    assert e.value.__cause__ is None and e.value.__suppress_context__
+    assert type(e.value.spark_exception).__name__ in ("PythonException", "Py4JJavaError")
+
+    def fail_other(x):
+        raise KeyError("not ours")
+
+    with pytest.raises(Exception) as e, executor_errors():  # other errors pass unchanged
+        spark.sparkContext.parallelize([1]).map(fail_other).collect()
+    assert not isinstance(e.value, ModelPathError | CorpusError | ParamError)
+    assert "KeyError" in str(e.value)
+
+
+# --------------------------------------------------------------------------
+# Text encodings
+
+
+def test_latin1_vocabulary_names_the_file_and_byte_or_reads_with_encoding(spark, tmp_path):
+    vocab = tmp_path / "latin1-vocab.txt"
+    vocab.write_bytes("abc\ncafé\nnaïve\n".encode("latin-1"))
+    expected = (
+        f"Vocabulary file '{vocab}' is not valid utf-8 text: byte offset 7 (line 2) holds "
+        "byte 0xe9 (invalid continuation byte). Pass its encoding"
+    )
+    for reader in (lambda: read_vocab(str(vocab)), lambda: read_vocab(str(vocab), spark)):
+        with pytest.raises(CorpusError) as e:
+            reader()
+        assert str(e.value).startswith(expected)
+    assert read_vocab(str(vocab), spark, encoding="latin-1") == ["abc", "café", "naïve"]
+    assert read_vocab(str(vocab), encoding="cp1252") == ["abc", "café", "naïve"]
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes("\ufeffcafé\r\nthé\r\n".encode())  # Windows: BOM and CRLF
+    assert read_vocab(str(bom), spark) == ["café", "thé"]
+    docword, _ = write_uci(tmp_path, ["1 1 1", "2 3 1"], header=(2, 3, 2))
+    with pytest.raises(CorpusError, match="is not valid utf-8 text"):
+        read_uci(spark, docword, str(vocab))
+    assert read_uci(spark, docword, str(vocab), encoding="latin-1").vocab == [
+        "abc",
+        "café",
+        "naïve",
+    ]
+
+
+def test_latin1_text_names_the_file_or_reads_with_encoding(spark, tmp_path):
+    path = tmp_path / "docs.txt"
+    path.write_bytes("the cat sat\ncafé au lait\n\nplain café\n".encode("latin-1"))
+    with pytest.raises(CorpusError) as e:
+        from_text(load_text_dataframe(spark, str(path)), min_token_length=1)
+    assert str(e.value) == (
+        f"File 'file:{path}' is not valid utf-8 text: the line starting 'caf\ufffd au lait' "
+        "holds an invalid byte at byte offset 3 of the line. Pass its encoding (for example "
+        "encoding='latin-1'; in a job's [input] table, encoding = \"latin-1\")."
+    )
+    for encoding in ("latin-1", "cp1252"):  # Spark decodes Latin-1, Python the others
+        src = from_text(
+            load_text_dataframe(spark, str(path), encoding=encoding), min_token_length=1
+        )
+        assert "café" in src.vocab and "caf" not in src.vocab
+        docs = collect_docs(src)
+        assert len(docs) == 4 and docs[2] == ([], [])  # the empty line is still a document
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\nbad \x81 byte\n")  # 0x81 is not a cp1252 character
+    with pytest.raises(CorpusError) as e:
+        from_text(load_text_dataframe(spark, str(bad), encoding="cp1252"))
+    assert str(e.value).startswith(
+        f"File 'file:{bad}' is not valid cp1252 text: the line starting 'bad \ufffd byte' "
+        "holds byte 0x81 at byte offset 4 of the line"
+    )
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_bytes('{"text": "café au lait"}\n{"text": "plain"}\n'.encode("latin-1"))
+    with pytest.raises(CorpusError) as e:
+        load_text_dataframe(spark, str(jsonl))  # Spark reads every line to infer the schema
+    assert str(e.value).startswith(
+        f"JSON lines file(s) '{jsonl}' hold a line that is not a JSON object in utf-8 "
+        "(JsonParseException: Invalid UTF-8"
+    )
+    src = from_text(load_text_dataframe(spark, str(jsonl), encoding="latin-1"))
+    assert "café" in src.vocab
+
+
+def test_encoding_values_are_checked_before_any_job(spark, tmp_path):
+    from sparklda.cli.config import ConfigError, check_config
+
+    for fmt, encoding, needle in (
+        (
+            "text",
+            "klingon",
+            "must name a text encoding, such as 'utf-8' or 'latin-1'. Got 'klingon' instead.",
+        ),
+        ("text", "utf-16", "must be an encoding that writes ASCII as ASCII"),
+        ("json", "cp1252", "must be one of the encodings Spark's JSON reader decodes"),
+        ("parquet", "latin-1", "does not apply to format 'parquet'"),
+    ):
+        with pytest.raises(ParamError) as e:
+            load_text_dataframe(spark, str(tmp_path / "x"), fmt, encoding=encoding)
+        assert str(e.value).startswith("The 'encoding' parameter of load_text_dataframe ")
+        assert needle in str(e.value)
+        with pytest.raises(ConfigError) as e:
+            check_config({"input": {"format": fmt, "path": "x", "encoding": encoding}})
+        assert str(e.value).startswith("The 'input.encoding' parameter of the job configuration")
+    with pytest.raises(ParamError, match="The 'encoding' parameter of read_vocab must name"):
+        read_vocab(str(tmp_path / "v.txt"), encoding="base64")
+    check_config({"input": {"format": "uci", "docword": "d", "encoding": "latin-1"}})
+
+
+def test_source_from_config_passes_the_encoding(spark, tmp_path):
+    from sparklda.api import source_from_config
+
+    path = tmp_path / "docs.txt"
+    path.write_bytes("café crème\ncafé noir\n".encode("latin-1"))
+    src = source_from_config(spark, {"format": "text", "path": str(path), "encoding": "latin-1"})
+    assert sorted(src.vocab) == ["café", "crème", "noir"]
+
+
+# --------------------------------------------------------------------------
+# heldout_count too large for the corpus
+
+
+def test_heldout_count_at_least_the_documents_fails_before_training(spark):
+    from sparklda.api import fit
+    from sparklda.params import TrainParams
+    from tests.helpers import Recorder
+
+    src = planted_source(spark, n_docs=20, n_empty=2)
+    recorder = Recorder()
+    with pytest.raises(CorpusError) as e:
+        fit(src, TrainParams(k=2, heldout_count=20), callbacks=[recorder])
+    assert str(e.value) == (
+        "The 'heldout_count' parameter (20) must be smaller than the number of non-empty "
+        "documents (20 of the 22 documents of planted corpus) to leave documents to train on."
+    )
+    assert recorder.corpus is None and recorder.rounds == []

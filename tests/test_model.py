@@ -184,8 +184,8 @@ def test_transform_folds_in_on_executors(spark):
     with pytest.raises(CorpusError, match="already exists"):
         m.transform(df.withColumnRenamed("id", "topicDistribution"))
     bad = spark.createDataFrame([(0, Vectors.sparse(9, {0: 1.0}))], ["id", "features"])
-    with pytest.raises(Exception, match="vocabulary size 6"):
-        m.transform(bad).collect()
+    with pytest.raises(CorpusError, match="have size 9 but the model's vocabulary has 6 terms"):
+        m.transform(bad)  # checked up front (the first vector's size), before any action
 
 
 def test_evaluate_prefers_the_true_topics(spark):

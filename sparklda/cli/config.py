@@ -15,7 +15,7 @@ import tomllib
 from importlib.resources import files
 
 from ..errors import ParamError
-from ..io import resolve_sample
+from ..io import check_encoding, resolve_sample
 from ..params import TrainParams
 
 
@@ -177,6 +177,7 @@ INPUT = {
     "min_df": NUMBER,
     "max_df": NUMBER,
     "min_token_length": INT,
+    "encoding": STR,
 }
 #: table -> key -> kind (a nested dict is a sub-table's schema)
 SCHEMA: dict[str, dict] = {
@@ -290,6 +291,11 @@ def _check_input(prefix: str, table: dict) -> None:
     for key in INPUT_FORMATS[fmt]:
         if not table.get(key):
             raise ConfigError(f"{prefix}.format = {fmt!r} needs {prefix}.{key}.")
+    if "encoding" in table:
+        try:
+            check_encoding(table["encoding"], fmt, "the job configuration", f"{prefix}.encoding")
+        except ParamError as e:
+            raise ConfigError(str(e)) from None
 
 
 def check_config(cfg: dict, tables=tuple(SCHEMA)) -> dict:

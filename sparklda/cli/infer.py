@@ -41,6 +41,7 @@ import numpy as np
 
 from ..api import source_from_config
 from ..corpus import DocSource
+from ..errors import executor_errors
 from ..ml import load_topic_model
 from ..warmstart import project_to_vocabulary
 from .config import ConfigError, check_config, input_settings
@@ -124,11 +125,16 @@ def run(spark, cfg: dict) -> dict:
     log.info("model %s: k=%d, %d terms", s["model"], model.k, model.vocab_size)
     source = source_from_config(spark, s["input"])
     id_offset = 1 if s["input"].get("format", "uci") == "uci" else 0
-    scored, unknown, cached = score(spark, model, source, id_offset)
-    if s["vector_type"] == "array":
-        scored = scored.withColumn("topicDistribution", vector_to_array("topicDistribution"))
+    cached: tuple = ()
     try:
-        scored.write.mode("overwrite" if s["overwrite"] else "errorifexists").parquet(s["output"])
+        with executor_errors(source.what):  # bad documents are found on the executors
+            scored, unknown, cached = score(spark, model, source, id_offset)
+            if s["vector_type"] == "array":
+                scored = scored.withColumn(
+                    "topicDistribution", vector_to_array("topicDistribution")
+                )
+            mode = "overwrite" if s["overwrite"] else "errorifexists"
+            scored.write.mode(mode).parquet(s["output"])
     finally:
         for rdd in cached:
             rdd.unpersist()

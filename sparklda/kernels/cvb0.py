@@ -15,7 +15,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS
+from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -49,10 +49,11 @@ def _cvb_block(
     zero = alpha - alpha
     one = zero + 1
     two = one + one
-    ntheta = np.empty(n_topics, dtype=gamma.dtype)
-    vtheta = np.empty(n_topics, dtype=gamma.dtype)
-    base = np.empty(n_topics, dtype=gamma.dtype)
-    expo = np.empty(n_topics, dtype=gamma.dtype)
+    work = np.empty((5, n_topics + SCRATCH_PAD), dtype=gamma.dtype)  # see SCRATCH_PAD
+    ntheta = work[1, :n_topics]
+    vtheta = work[2, :n_topics]
+    base = work[3, :n_topics]
+    expo = work[4, :n_topics]
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]

@@ -13,7 +13,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS
+from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -30,8 +30,9 @@ def _foldin_block(
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     zero = alpha - alpha
-    ntheta = np.empty(n_topics, dtype=phi.dtype)
-    new = np.empty(n_topics, dtype=phi.dtype)
+    work = np.empty((3, n_topics + SCRATCH_PAD), dtype=phi.dtype)  # see SCRATCH_PAD
+    ntheta = work[1, :n_topics]
+    new = work[2, :n_topics]
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]

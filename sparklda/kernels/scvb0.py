@@ -12,7 +12,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS
+from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -46,8 +46,9 @@ def _scvb0_block(
     zero = alpha - alpha
     one = zero + np.float32(1)  # of alpha's type (a bare 1 would promote float32 to float64)
     use_tab = rho_tab.shape[0] > 0
-    ntheta = np.empty(n_topics, dtype=phi_norm.dtype)
-    gamma = np.empty(n_topics, dtype=phi_norm.dtype)
+    work = np.empty((3, n_topics + SCRATCH_PAD), dtype=phi_norm.dtype)  # see SCRATCH_PAD
+    ntheta = work[1, :n_topics]
+    gamma = work[2, :n_topics]
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]

@@ -13,7 +13,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS
+from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
 from .special import digamma
 
 
@@ -48,8 +48,9 @@ def _svb_estep_block(
     n_docs = indptr.shape[0] - 1
     n_topics = expelogbeta.shape[1]
     zero = alpha - alpha
-    etheta = np.empty(n_topics, dtype=expelogbeta.dtype)
-    acc = np.empty(n_topics, dtype=expelogbeta.dtype)
+    work = np.empty((3, n_topics + SCRATCH_PAD), dtype=expelogbeta.dtype)  # see SCRATCH_PAD
+    etheta = work[1, :n_topics]
+    acc = work[2, :n_topics]
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]

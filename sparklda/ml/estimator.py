@@ -10,11 +10,11 @@ from pyspark.ml.base import Estimator
 from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
 
 from ..api import fit
-from ..corpus import from_vectors
+from ..corpus import declared_size, from_vectors
 from ..errors import CorpusError, ParamError
 from ..model import TopicModel
 from .model import LDAModel
-from .params import _TP, _LDAParams, check_features, declared_size
+from .params import _TP, _LDAParams, check_features
 from .persistence import LDAReader, LDAWriter, load_topic_model
 
 

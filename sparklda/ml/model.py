@@ -9,11 +9,18 @@ from pyspark.ml.param import TypeConverters
 from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
 
 from ..api import transform
-from ..corpus import check_output_column, from_vectors, heldout_blocks, split_documents, validate
-from ..errors import CorpusError
+from ..corpus import (
+    check_output_column,
+    declared_size,
+    from_vectors,
+    heldout_blocks,
+    split_documents,
+    validate,
+)
+from ..errors import CorpusError, executor_errors
 from ..evaluation import completion_loglik
 from ..model import TopicModel
-from .params import FOLDIN_MAX_ITER, _LDAParams, check_features, declared_size
+from .params import FOLDIN_MAX_ITER, _LDAParams, check_features
 from .persistence import LDAModelReader, LDAModelWriter
 
 
@@ -148,7 +155,8 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         docs, _ = split_documents(source, validate(source))
         blocks = heldout_blocks(docs, self._seed(), np.float64)
         try:
-            return completion_loglik(blocks, tm.topics_matrix(), tm.alpha, FOLDIN_MAX_ITER)
+            with executor_errors(source.what):
+                return completion_loglik(blocks, tm.topics_matrix(), tm.alpha, FOLDIN_MAX_ITER)
         finally:
             blocks.unpersist()
 
@@ -181,17 +189,9 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         col, out = self.getFeaturesCol(), self.getTopicDistributionCol()
         check_features(dataset, col)
         check_output_column(dataset, out)
-        tm = self.topicModel
-        size = declared_size(dataset, col)
-        if size is None:
-            first = dataset.select(col).dropna().head()
-            size = int(first[0].size) if first is not None else None
-        if size is not None and size != tm.vocab_size:
-            raise CorpusError(
-                f"Vectors in column {col!r} have size {size} but the model's "
-                f"vocabulary has {tm.vocab_size} terms."
-            )
-        return transform(tm, dataset, col, out, FOLDIN_MAX_ITER)
+        # the vectors' size is checked by sparklda.inference.transform_dataframe (the declared
+        # size, else the first vector's); a later vector of another size raises at the action
+        return transform(self.topicModel, dataset, col, out, FOLDIN_MAX_ITER)
 
     # -- persistence -------------------------------------------------------
     def write(self) -> MLWriter:

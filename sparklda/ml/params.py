@@ -472,10 +472,3 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 def check_features(dataset, col: str) -> None:
     """``col`` exists and holds Spark ML vectors (:func:`sparklda.corpus.check_vector_column`)."""
     check_vector_column(dataset, col)
-
-
-def declared_size(dataset, col: str) -> int | None:
-    """The vector size an ML attribute group declares (CountVectorizer sets it), or None."""
-    attr = (dataset.schema[col].metadata or {}).get("ml_attr", {})
-    n = attr.get("num_attrs")
-    return int(n) if n is not None else None

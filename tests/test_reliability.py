@@ -167,7 +167,7 @@ def test_killed_python_worker_is_retried_and_the_model_is_unchanged(tmp_path):
 def test_same_seed_gives_the_same_bits_whichever_worker_runs_a_task(spark):
     """Two fits of the shipped sample are equal to the last bit: each task's result depends
     on its input only, not on the worker process or its heap (a retried task, on whichever
-    worker, computes the same floats; see sparklda.kernels.config.SCRATCH_PAD)."""
+    worker, computes the same floats; see sparklda/kernels/lanes.py)."""
     from sparklda.api import fit
     from sparklda.corpus import read_uci
     from sparklda.params import TrainParams

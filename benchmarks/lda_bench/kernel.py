@@ -6,9 +6,9 @@ visited by one sweep touches K topics, so a block of ``nnz`` pairs run with
 
 The ceiling runs the same memory pattern as the kernel (for every pair and
 sweep, the pair's row of the U×K statistics is streamed in full) but does one
-fused multiply-add per topic and nothing else, compiled by numba with the
+multiply-add per topic and nothing else, compiled by numba with the
 options sparklda's kernels are compiled with (:data:`CEILING_JIT`: the same
-fast-math flags and error model). It is what the machine does for
+fast-math flags, none, and error model). It is what the machine does for
 the cheapest possible topic-update with this access pattern; the SCVB0
 kernel does about four times that arithmetic (γ, its sum, the N^Θ update and
 the N̂^Φ accumulation) plus a division and a step-size look-up per pair.
@@ -30,17 +30,15 @@ import numpy as np
 from sparklda.block import DocBlock
 from sparklda.kernels import init_doc_stats, scvb0_block
 
-#: numba options of the ceiling loop: those sparklda's hot kernels use (fast
-#: math that reassociates sums but keeps NaN and infinity, numpy's error model).
-#: tests/test_benchmark.py checks that they still match the library's.
-CEILING_JIT = dict(
-    cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz", "arcp"}
-)
+#: numba options of the ceiling loop: those sparklda's hot kernels use (no
+#: fast-math flags, which keeps the kernels bit-deterministic; numpy's error
+#: model). tests/test_benchmark.py checks that they still match the library's.
+CEILING_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath=set())
 
 
 @numba.njit(**CEILING_JIT)
 def ceiling_loop(indptr, local, rows, sweeps, acc):
-    """For each document, ``sweeps`` times over its pairs: acc += row·x (one FMA
+    """For each document, ``sweeps`` times over its pairs: acc += row·x (one multiply-add
     per topic, the row of the pair's term streamed in full)."""
     n_docs = indptr.shape[0] - 1
     n_topics = rows.shape[1]

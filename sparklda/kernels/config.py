@@ -24,17 +24,13 @@ class JitOptions(TypedDict):
 #: in every Python worker; ``nogil`` lets a driver-side caller use threads.
 JIT_OPTIONS: Final[JitOptions] = {"cache": True, "nogil": True, "error_model": "numpy"}
 
-#: Fast-math flags for the hot loops: reassociation lets LLVM vectorise the
-#: sums over topics. No flag that assumes away NaN or infinity is used, so a
-#: bad value still shows as NaN instead of being silently miscomputed.
-FASTMATH: Final[set[str]] = {"reassoc", "contract", "nsz", "arcp"}
-
-#: Elements of padding around the scratch vectors a kernel allocates (one per topic row:
-#: N^Θ_j, γ, ...). With ``reassoc``, a loop over topics sums in vector lanes when it is
-#: vectorised and one by one when it is not; LLVM picks at run time, falling back to the
-#: scalar loop when two arrays lie closer together than its vector stride (up to 16
-#: float32 lanes x 4 unrolled = 256 bytes). Scratch vectors as rows 1, 2, ... of a
-#: ``(n + 1, K + SCRATCH_PAD)`` array are that far from each other and from any other
-#: array, so every call takes the same path and the same seed gives the same bits
-#: whatever the heap looked like (a retried task reproduces its result exactly).
-SCRATCH_PAD: Final[int] = 256
+#: Fast-math flags of the kernels: none, on purpose. Without them LLVM must
+#: evaluate every floating-point operation as written (no reassociation, no
+#: fused multiply-add, no reciprocal for a division, signed zeros kept), so
+#: an element-wise loop gives the same bits whether its vectorised body or its
+#: scalar fallback runs. That choice is made at run time from how close the
+#: arrays lie in memory, so with "reassoc" a vectorised sum over topics gave
+#: different last bits from one call to the next. The sums over topics that
+#: need vector speed use :mod:`sparklda.kernels.lanes`, which vectorises them
+#: by hand in a fixed order (docs/architecture.md, "Determinism").
+FASTMATH: Final[set[str]] = set()

@@ -15,7 +15,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
+from .config import FASTMATH, JIT_OPTIONS
+from .lanes import lane_sum
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -49,11 +50,19 @@ def _cvb_block(
     zero = alpha - alpha
     one = zero + 1
     two = one + one
-    work = np.empty((5, n_topics + SCRATCH_PAD), dtype=gamma.dtype)  # see SCRATCH_PAD
-    ntheta = work[1, :n_topics]
-    vtheta = work[2, :n_topics]
-    base = work[3, :n_topics]
-    expo = work[4, :n_topics]
+    # Bit-determinism (docs/architecture.md): no fast-math, so every loop over
+    # topics rounds the same on LLVM's vectorised and scalar paths, and the
+    # normaliser is summed by lanes.lane_sum in a fixed order. The one loop
+    # calling a transcendental function (exp, CVB) could round differently on
+    # the two paths if numba vectorised it with Intel SVML; its arrays are rows
+    # of this one workspace, at fixed distances, so which path runs depends on
+    # K only, never on where allocations happen to land.
+    stride = n_topics + 64
+    work = np.empty(4 * stride, dtype=gamma.dtype)
+    ntheta = work[0:n_topics]
+    vtheta = work[stride : stride + n_topics]
+    base = work[2 * stride : 2 * stride + n_topics]
+    expo = work[3 * stride : 3 * stride + n_topics]
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]
@@ -74,7 +83,6 @@ def _cvb_block(
         for p in range(start, end):
             u = local[p]
             m = counts[p]
-            norm = zero
             if second_order:
                 # Eq. 18: means and variances with the clump's own m·γ and
                 # m·γ(1−γ) removed; exp(−V^Θ/2(.)² − V^Φ/2(.)² + V^Z/2(.)²)
@@ -95,9 +103,7 @@ def _cvb_block(
                 for k in range(1, n_topics):
                     top = max(top, expo[k])
                 for k in range(n_topics):
-                    x = base[k] * np.exp(expo[k] - top)
-                    base[k] = x
-                    norm += x
+                    base[k] = base[k] * np.exp(expo[k] - top)
             else:
                 # Eq. 3: (N^Φ_uk + η)/(N^Z_k + Wη) · (N^Θ_jk + α), all "−ij"
                 for k in range(n_topics):
@@ -108,8 +114,7 @@ def _cvb_block(
                         * (max(ntheta[k] - mg, zero) + alpha)
                     )
                     base[k] = x
-                    norm += x
-            inv = one / norm
+            inv = one / lane_sum(base, n_topics)
             # store the new γ and add the clump's change back everywhere
             if second_order:
                 for k in range(n_topics):

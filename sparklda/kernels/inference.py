@@ -13,7 +13,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
+from .config import FASTMATH, JIT_OPTIONS
+from .lanes import lane_dot
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -30,9 +31,12 @@ def _foldin_block(
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     zero = alpha - alpha
-    work = np.empty((3, n_topics + SCRATCH_PAD), dtype=phi.dtype)  # see SCRATCH_PAD
-    ntheta = work[1, :n_topics]
-    new = work[2, :n_topics]
+    # Bit-deterministic (docs/architecture.md): no fast-math, so the loops over
+    # topics round the same on LLVM's vectorised and scalar paths, and each
+    # normaliser is summed by lanes.lane_dot in a fixed order.
+    ntheta = np.empty(n_topics, dtype=phi.dtype)
+    new = np.empty(n_topics, dtype=phi.dtype)
+    shifted = np.empty(n_topics, dtype=phi.dtype)  # N^Θ_j + α
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]
@@ -45,15 +49,15 @@ def _foldin_block(
             for _ in range(max_iter):
                 for k in range(n_topics):
                     new[k] = zero
+                    shifted[k] = ntheta[k] + alpha
                 for p in range(start, end):
-                    u = local[p]
-                    norm = zero
-                    for k in range(n_topics):
-                        norm += phi[u, k] * (ntheta[k] + alpha)
+                    # γ ∝ φ̂[u] ⊙ (N^Θ_j + α); its sum is the normaliser
+                    row = phi[local[p]]
+                    norm = lane_dot(row, shifted, n_topics)
                     if norm > zero:
                         w = counts[p] / norm
                         for k in range(n_topics):
-                            new[k] += w * phi[u, k] * (ntheta[k] + alpha)
+                            new[k] += w * row[k] * shifted[k]
                 change = zero
                 for k in range(n_topics):
                     change += abs(new[k] - ntheta[k])
@@ -121,6 +125,7 @@ def _loglik_block(
     phi: NDArray[np.floating[Any]],
     theta: NDArray[np.floating[Any]],
 ) -> tuple[float, float]:
+    # float64 sums in index order, no fast-math: bit-deterministic
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
     total = 0.0

@@ -12,7 +12,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
+from .config import FASTMATH, JIT_OPTIONS
+from .lanes import lane_gamma
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -40,15 +41,19 @@ def _scvb0_block(
     nothing in the loops over topics is promoted to float64 and each of them
     vectorises (two passes over K per pair: γ and its sum, then the N^Θ and
     N̂^Φ updates with the normalisation folded into their scalars).
+
+    Bit-deterministic: compiled without fast-math, so the element-wise N^Θ and
+    N̂^Φ updates round the same whichever code path LLVM's run-time alias checks
+    pick, and Σ γ is summed by :func:`sparklda.kernels.lanes.lane_gamma` in an
+    order fixed by the code (see :mod:`sparklda.kernels.lanes`).
     """
     n_docs = indptr.shape[0] - 1
     n_topics = phi_norm.shape[1]
     zero = alpha - alpha
     one = zero + np.float32(1)  # of alpha's type (a bare 1 would promote float32 to float64)
     use_tab = rho_tab.shape[0] > 0
-    work = np.empty((3, n_topics + SCRATCH_PAD), dtype=phi_norm.dtype)  # see SCRATCH_PAD
-    ntheta = work[1, :n_topics]
-    gamma = work[2, :n_topics]
+    ntheta = np.empty(n_topics, dtype=phi_norm.dtype)
+    gamma = np.empty(n_topics, dtype=phi_norm.dtype)
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]
@@ -66,12 +71,9 @@ def _scvb0_block(
             for p in range(start, end):
                 u = local[p]
                 m = counts[p]
-                row = phi_norm[u]
-                norm = zero
-                for k in range(n_topics):
-                    g = row[k] * (ntheta[k] + alpha)
-                    gamma[k] = g
-                    norm += g
+                # γ = φ_norm[u] ⊙ (N^Θ_j + α) and Σ γ in one vectorised pass, summed
+                # in lanes.py's fixed order
+                norm = lane_gamma(gamma, phi_norm[u], ntheta, alpha, n_topics)
                 inv = one / norm
                 if use_tab:
                     rho = rho_tab[ti]

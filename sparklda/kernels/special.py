@@ -2,8 +2,9 @@
 
 Used by the online VB E-step (Hoffman et al. 2010, Eq. 6 in their notation:
 E_q[log θ_dk] = ψ(γ_dk) − ψ(Σ_i γ_di)). Compiled with ``JIT_OPTIONS`` but
-without ``FASTMATH``: these are short scalar series whose accuracy is the
-point, not loops that reassociation would speed up.
+without fast-math: these are short scalar series whose accuracy is the
+point. Their sums run in index order, so they are bit-deterministic
+(docs/architecture.md, "Determinism").
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import FASTMATH, JIT_OPTIONS, SCRATCH_PAD
+from .config import FASTMATH, JIT_OPTIONS
+from .lanes import lane_dot
 from .special import digamma
 
 
@@ -21,7 +22,9 @@ from .special import digamma
 def _exp_dirichlet_expectation(
     gamma: NDArray[np.floating[Any]], j: int, out: NDArray[np.floating[Any]]
 ) -> None:
-    # out = exp(ψ(γ_j) − ψ(Σ γ_j)), digamma in float64, stored in out's dtype
+    # out = exp(ψ(γ_j) − ψ(Σ γ_j)), digamma in float64, stored in out's dtype.
+    # Both loops run in index order: the sum has no fast-math to reorder it,
+    # and ψ's data-dependent loops keep LLVM from vectorising the second one.
     n_topics = gamma.shape[1]
     total = 0.0
     for k in range(n_topics):
@@ -44,13 +47,16 @@ def _svb_estep_block(
     tiny: np.floating[Any],
     sstats: NDArray[np.floating[Any]],
 ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
-    # gamma arrives holding gamma_init and is overwritten row by row
+    # gamma arrives holding gamma_init and is overwritten row by row.
+    # Bit-deterministic (docs/architecture.md): no fast-math, so the loops over
+    # topics round the same on LLVM's vectorised and scalar paths, and the
+    # normalisers φnorm are dot products summed by lanes.lane_dot in a fixed
+    # order; the other sums over topics run in index order.
     n_docs = indptr.shape[0] - 1
     n_topics = expelogbeta.shape[1]
     zero = alpha - alpha
-    work = np.empty((3, n_topics + SCRATCH_PAD), dtype=expelogbeta.dtype)  # see SCRATCH_PAD
-    etheta = work[1, :n_topics]
-    acc = work[2, :n_topics]
+    etheta = np.empty(n_topics, dtype=expelogbeta.dtype)
+    acc = np.empty(n_topics, dtype=expelogbeta.dtype)
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]
@@ -64,9 +70,7 @@ def _svb_estep_block(
                 acc[k] = zero
             for p in range(start, end):
                 u = local[p]
-                phinorm = zero
-                for k in range(n_topics):
-                    phinorm += etheta[k] * expelogbeta[u, k]
+                phinorm = lane_dot(etheta, expelogbeta[u], n_topics)
                 w = counts[p] / (phinorm + tiny)
                 for k in range(n_topics):
                     acc[k] += w * expelogbeta[u, k]
@@ -80,9 +84,7 @@ def _svb_estep_block(
                 break
         for p in range(start, end):
             u = local[p]
-            phinorm = zero
-            for k in range(n_topics):
-                phinorm += etheta[k] * expelogbeta[u, k]
+            phinorm = lane_dot(etheta, expelogbeta[u], n_topics)
             w = counts[p] / (phinorm + tiny)
             for k in range(n_topics):
                 sstats[u, k] += w * etheta[k] * expelogbeta[u, k]

@@ -9,6 +9,8 @@ import json
 import os
 import socket
 import subprocess
+import uuid
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -199,3 +201,17 @@ def probe_session(
     line = [x for x in out.stdout.splitlines() if x.startswith("PROBE ")]
     assert line, out.stdout[-2000:] + out.stderr[-2000:]
     return json.loads(line[-1][len("PROBE ") :])
+
+
+@contextmanager
+def no_spark_job(spark):
+    """Fail if the body runs a Spark job."""
+    sc = spark.sparkContext
+    group = f"no-job-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "must not run jobs")
+    try:
+        yield
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    assert list(sc.statusTracker().getJobIdsForGroup(group)) == []

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import uuid
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
-from tests.helpers import kos_word_docs
+from tests.helpers import kos_word_docs, no_spark_job
 
 K = 4
 
@@ -41,20 +39,6 @@ def fitted(counted):
 
     cv, df = counted
     return LDA(k=K, maxIter=3, seed=5, minibatchSize=100, vocabulary=cv.vocabulary).fit(df)
-
-
-@contextmanager
-def no_spark_job(spark):
-    """Fail if the body runs a Spark job."""
-    sc = spark.sparkContext
-    group = f"no-job-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "must not run jobs")
-    try:
-        yield
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
-    assert list(sc.statusTracker().getJobIdsForGroup(group)) == []
 
 
 # --------------------------------------------------------------------------

@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import uuid
-from contextlib import contextmanager
 from dataclasses import fields
 
 import numpy as np
@@ -28,6 +26,7 @@ from sparklda.params import (
     TrainParams,
     validate_params,
 )
+from tests.helpers import no_spark_job
 
 MESSAGE = re.compile(
     r"^The '(?P<name>\w+)' parameter of (?P<owner>\w+) must be "
@@ -333,19 +332,6 @@ def test_step_params_map_per_algorithm_and_name_pyspark_params_in_first_step_err
         r"\['em', 'online', 'scvb0', 'cvb0', 'cvb', 'svb'\]",
     ):
         LDA(optimizer="lsa")._train_params()
-
-
-@contextmanager
-def no_spark_job(spark):
-    sc = spark.sparkContext
-    group = f"no-job-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "must not run jobs")
-    try:
-        yield
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
-    assert list(sc.statusTracker().getJobIdsForGroup(group)) == []
 
 
 @pytest.mark.parametrize(

@@ -178,7 +178,9 @@ def write_uci(directory, docs, vocab):
         for t, c in sorted(Counter(index[w] for w in words if w in index).items()):
             lines.append(f"{d + 1} {t + 1} {c}")
     with gzip.open(os.path.join(directory, "docword.txt.gz"), "wt") as f:
-        f.write(f"{len(docs)}\n{len(vocab)}\n{len(lines)}\n" + "\n".join(lines) + "\n")
+        # D is the largest document id (ids need not start at 1)
+        n_docs = max(d for d, _ in docs) + 1
+        f.write(f"{n_docs}\n{len(vocab)}\n{len(lines)}\n" + "\n".join(lines) + "\n")
     with open(os.path.join(directory, "vocab.txt"), "w") as f:
         f.write("\n".join(vocab) + "\n")
     return os.path.join(directory, "docword.txt.gz"), os.path.join(directory, "vocab.txt")

@@ -283,8 +283,13 @@ class CommittedDir:
         self.root = self.files.qualify(str(path)).rstrip("/")
         self.kind = kind
         self.given = str(path)
+        # the commits as this object last read or wrote them: one writer (a save, a
+        # training run's checkpoints) reads the directory once, not at every save
+        self._known: list[Commit] | None = None
 
     def commits(self) -> list[Commit]:
+        if self._known is not None:
+            return list(self._known)
         records = self.files.read_json_lines(f"{self.root}/{COMMITS}/*")
         out = [
             Commit(
@@ -297,7 +302,8 @@ class CommittedDir:
             for r in records
             if "version" in r and r.get("kind") == self.kind
         ]
-        return sorted(out, key=lambda c: c.seq)
+        self._known = sorted(out, key=lambda c: c.seq)
+        return list(self._known)
 
     def latest(self) -> Commit | None:
         commits = self.commits()
@@ -355,7 +361,9 @@ class CommittedDir:
             "info": info or {},
         }
         self.files.write_json(f"{self.root}/{COMMITS}/{version}", record)
-        return Commit(version, seq, self.kind, created, info or {})
+        done = Commit(version, seq, self.kind, created, info or {})
+        self._known = sorted([*self.commits(), done], key=lambda c: c.seq)
+        return done
 
     def cleanup(self, keep: Commit, keep_last: int = 1, extra: tuple[str, ...] = ()) -> None:
         """Delete versions older than the ``keep_last`` newest committed ones, uncommitted
@@ -367,6 +375,7 @@ class CommittedDir:
         for c in commits:
             if c.version not in kept:
                 self.files.delete(f"{self.root}/{COMMITS}/{c.version}")
+        self._known = [c for c in commits if c.version in kept]
         committed = {c.version for c in commits}
         for name in self.files.children(self.root):
             stale = name.startswith("v") and len(name) == 16 and name[7] == "-"
@@ -377,6 +386,7 @@ class CommittedDir:
     def remove(self) -> None:
         """Delete the whole directory (classic sessions)."""
         self.files.delete(self.root)
+        self._known = None
 
 
 def split_state(state: dict[str, Any], prefix: str = "") -> tuple[dict, dict[str, np.ndarray]]:

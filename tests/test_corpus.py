@@ -131,6 +131,7 @@ def test_from_vectors_reads_sparse_and_dense(spark):
         corpus.unpersist()
 
 
+@pytest.mark.slow
 def test_from_vectors_bad_input(spark):
     df = vector_df(spark, [[(0, 2.0), (3, -1.0)]])
     with pytest.raises(CorpusError, match="column 'features' has a negative term count"):
@@ -180,6 +181,7 @@ def test_from_text_uses_spark_ml_tokenizer_stopwords_and_vocabulary_limits(spark
         from_text(spark.createDataFrame([(1,)], ["text"]), "text")
 
 
+@pytest.mark.slow
 def test_heldout_split_is_seeded_exact_and_disjoint(spark):
     src = planted_source(spark, n_docs=100, n_empty=2)
     a = build_corpus(src, minibatch_size=30, heldout_count=17, seed=5)

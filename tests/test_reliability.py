@@ -164,6 +164,7 @@ def test_killed_python_worker_is_retried_and_the_model_is_unchanged(tmp_path):
     assert result["equal"], f"the retried round changed the model: {result}"
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_bits_whichever_worker_runs_a_task(spark):
     """Two fits of the shipped sample are equal to the last bit: each task's result depends
     on its input only, not on the worker process or its heap (a retried task, on whichever

@@ -85,6 +85,7 @@ def test_round_step_is_the_per_document_schedule():
     assert round_step(10, 0, s, tau, kappa, m0) == 0.0
 
 
+@pytest.mark.slow
 def test_progress_records_time_budget_and_evaluation_schedule(spark):
     src = planted_source(spark)
     rec = Recorder()

@@ -42,6 +42,7 @@ def collect_docs(source):
     return {d: (list(t), list(c)) for d, t, c in source.rdd.collect()}
 
 
+@pytest.mark.slow
 def test_read_uci_counts_missing_documents_as_empty(spark, tmp_path):
     # document 2 has no lines: it is empty and must be counted, not lost
     docword, vocab = write_uci(tmp_path, ["1 1 2", "1 3 1", "3 2 4", "4 5 1", "4 1 1"])
@@ -408,6 +409,7 @@ def test_truncated_or_corrupt_gzip_names_the_file(spark, tmp_path):
 # Errors raised on the executors reach the user as the library's own
 
 
+@pytest.mark.slow
 def test_one_vector_of_another_size_fails_fit_with_a_corpus_error(spark):
     from pyspark.ml.linalg import Vectors
 
@@ -508,6 +510,7 @@ def test_latin1_vocabulary_names_the_file_and_byte_or_reads_with_encoding(spark,
     ]
 
 
+@pytest.mark.slow
 def test_latin1_text_names_the_file_or_reads_with_encoding(spark, tmp_path):
     path = tmp_path / "docs.txt"
     path.write_bytes("the cat sat\ncafé au lait\n\nplain café\n".encode("latin-1"))

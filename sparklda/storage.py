@@ -376,12 +376,10 @@ class CommittedDir:
             if c.version not in kept:
                 self.files.delete(f"{self.root}/{COMMITS}/{c.version}")
         self._known = [c for c in commits if c.version in kept]
-        committed = {c.version for c in commits}
         for name in self.files.children(self.root):
-            stale = name.startswith("v") and len(name) == 16 and name[7] == "-"
-            if (stale and name not in kept) or (name in extra):
-                if name in committed or stale or name in extra:
-                    self.files.delete(f"{self.root}/{name}")
+            version = name.startswith("v") and len(name) == 16 and name[7] == "-"
+            if (version and name not in kept) or name in extra:
+                self.files.delete(f"{self.root}/{name}")
 
     def remove(self) -> None:
         """Delete the whole directory (classic sessions)."""

@@ -194,7 +194,7 @@ def train(
                 "passes": (t + 1) / mode.rounds_per_pass,
                 "elapsed_s": r3 - start - eval_time,
                 "round_s": r3 - r0,
-                **{k: v for k, v in out.timings.items()},
+                **out.timings,
                 "merge_s": r2 - r1,
                 "update_s": r3 - r2,
                 "tokens": tokens,

@@ -78,12 +78,12 @@ def test_resumed_run_equals_the_uninterrupted_one(source, tmp_path, name):
 
 
 @pytest.mark.slow
-def test_resuming_another_run_is_refused_with_what_differs(source, tmp_path):
+def test_resuming_another_run_is_refused_with_what_differs(spark, source, tmp_path):
     ck = str(tmp_path / "ck")
     fit(source, params("scvb0", checkpoint_dir=ck, passes=1))
     with pytest.raises(ParamError, match=r"another run \(params k: checkpoint 4, now 5\)"):
         fit(source, params("scvb0", checkpoint_dir=ck, k=5), resume=True)
-    other = planted_source(_spark(), n_docs=90)
+    other = planted_source(spark, n_docs=90)
     with pytest.raises(ParamError, match="corpus training_documents: checkpoint 144, now"):
         fit(other, params("scvb0", checkpoint_dir=ck), resume=True)
     # more passes are allowed: continue the finished run for one more pass
@@ -91,12 +91,6 @@ def test_resuming_another_run_is_refused_with_what_differs(source, tmp_path):
     assert more.report["resumed_after_round"] == more.report["rounds"] // 2
     with pytest.raises(ParamError, match="Resuming needs the 'checkpoint_dir' parameter"):
         fit(source, params("scvb0"), resume=True)
-
-
-def _spark():
-    from pyspark.sql import SparkSession
-
-    return SparkSession.builder.getOrCreate()
 
 
 @pytest.mark.slow
@@ -218,6 +212,19 @@ every_rounds = 1
     )
 
 
+def _sets(*items: str) -> list[str]:
+    return [arg for item in items for arg in ("--set", item)]
+
+
+def _resume_to_the_end(cfg, sets, tmp_path):
+    """Run the job with --resume to completion: (its log, the model it saved)."""
+    out = subprocess.run(
+        _job(cfg, *sets, "--resume"), capture_output=True, text=True, env=job_env(), timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout + out.stderr, TopicModel.load(str(tmp_path / "model"))
+
+
 def _reference(spark, tmp_path, sets):
     """The same job, uninterrupted, in this process."""
     from sparklda.cli import train
@@ -232,31 +239,22 @@ def _reference(spark, tmp_path, sets):
 @pytest.mark.slow
 def test_sigkilled_job_resumes_to_the_uninterrupted_model(spark, tmp_path):
     cfg = _config(tmp_path, "ck")
-    sets = [
-        "--set",
+    sets = _sets(
         "training.passes=3",
-        "--set",
         "training.minibatch_size=1000",
-        "--set",
         "training.parts_per_slice=2",
-        "--set",
         "evaluation.eval_every=0",
-    ]
+    )
     rounds = 12  # 3,330 training documents in slices of 1,000: 4 rounds a pass
     kill_at = random.Random().randint(2, rounds - 2)
     # killed while round kill_at is logged: before or during its checkpoint
     _run_until_killed(_job(cfg, *sets), f" round {kill_at}/{rounds}")
     assert not os.path.exists(tmp_path / "model")
-    out = subprocess.run(
-        _job(cfg, *sets, "--resume"), capture_output=True, text=True, env=job_env(), timeout=600
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    log = out.stdout + out.stderr
+    log, resumed = _resume_to_the_end(cfg, sets, tmp_path)
     assert (
         f"resuming scvb0 after round {kill_at - 1} " in log
         or f"resuming scvb0 after round {kill_at} " in log
     ), (kill_at, log[-3000:])
-    resumed = TopicModel.load(str(tmp_path / "model"))
     assert resumed.metadata["rounds"] == rounds
     reference = _reference(spark, tmp_path, sets)
     np.testing.assert_allclose(resumed.topic_word, reference.topic_word, rtol=1e-9, atol=0)
@@ -265,25 +263,16 @@ def test_sigkilled_job_resumes_to_the_uninterrupted_model(spark, tmp_path):
 @pytest.mark.slow
 def test_job_resumes_twice(spark, tmp_path):
     cfg = _config(tmp_path, "ck")
-    sets = [
-        "--set",
+    sets = _sets(
         "training.algorithm='cvb0'",
-        "--set",
         "training.passes=4",
-        "--set",
         "training.minibatch_size=1000",
-        "--set",
         "training.parts_per_slice=2",
-        "--set",
         "evaluation.eval_every=0",
-    ]
+    )
     _run_until_killed(_job(cfg, *sets), "checkpoint after round 1 written")
     _run_until_killed(_job(cfg, *sets, "--resume"), "checkpoint after round 3 written")
-    out = subprocess.run(
-        _job(cfg, *sets, "--resume"), capture_output=True, text=True, env=job_env(), timeout=600
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "resuming cvb0 after round 3 " in out.stdout + out.stderr
-    resumed = TopicModel.load(str(tmp_path / "model"))
+    log, resumed = _resume_to_the_end(cfg, sets, tmp_path)
+    assert "resuming cvb0 after round 3 " in log
     reference = _reference(spark, tmp_path, sets)
     np.testing.assert_allclose(resumed.topic_word, reference.topic_word, rtol=1e-9, atol=0)

@@ -826,9 +826,11 @@ def _kernel_section(results):
         "",
         f"{r0['docs']:,} KOS documents ({r0['pairs']:,} pairs, {r0['distinct_terms']:,} "
         f"distinct terms), {r0['sweeps']} sweeps (burn-in + final). A topic-update is one "
-        "topic of one pair in one sweep. The ceiling streams the same rows with one fused "
-        "multiply-add per topic, compiled with the same numba options; the kernel does "
-        "about four times that arithmetic per topic-update.",
+        "topic of one pair in one sweep. The ceiling streams the same rows with one multiply "
+        "and one add per topic, compiled with the same numba options (no fast-math flags "
+        "since the determinism fix, so no fused multiply-add; the figures above were "
+        "measured before that change); the kernel does about four times that arithmetic "
+        "per topic-update.",
         "",
         "| K | dtype | kernel topic-updates/s | ceiling | kernel/ceiling |",
         "|---|---|---|---|---|",

@@ -35,3 +35,48 @@ def spark():
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def _connect_session(spark, tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    from tests.helpers import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("connect")) as url:
+        had = os.environ.get(CONNECT_MODE)
+        session = SparkSession.builder.remote(url).create()
+        _restore_env(CONNECT_MODE, had)  # pyspark sets it process-wide on create()
+        try:
+            yield session
+        finally:
+            os.environ[CONNECT_MODE] = "1"
+            session.stop()
+            _restore_env(CONNECT_MODE, had)
+
+
+@pytest.fixture
+def connect(_connect_session):
+    """A Spark Connect session, beside the classic ``spark`` session, on a Connect server
+    this run starts (``tests.helpers.connect_server``; stopped by its pid at the end).
+
+    pyspark decides "is this Spark Connect?" from one process-wide environment variable;
+    it is set for the duration of each test that takes this fixture only, so the classic
+    tests around it keep their classic code paths. Library code must take its session
+    from the DataFrame it is given, never from ``SparkSession.builder``."""
+    had = os.environ.get(CONNECT_MODE)
+    os.environ[CONNECT_MODE] = "1"
+    try:
+        yield _connect_session
+    finally:
+        _restore_env(CONNECT_MODE, had)
+
+
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value

@@ -215,3 +215,85 @@ def no_spark_job(spark):
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
     assert list(sc.statusTracker().getJobIdsForGroup(group)) == []
+
+
+@contextmanager
+def connect_server(base, cores: int = 2, timeout: float = 180):
+    """A Spark Connect server (``SparkConnectServer`` through the pyspark package's own
+    ``bin/spark-submit``, ``local[cores]``, bound to 127.0.0.1 on a free port) for the
+    duration of the block; yields its ``sc://`` URL. The server is stopped by the pid of
+    the process group it was started in, also when the block fails."""
+    import signal
+    import sys
+    import time
+
+    port = free_port()
+    base = str(base)
+    os.makedirs(base, exist_ok=True)
+    log_path = os.path.join(base, "connect-server.log")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = job_env(
+        PYSPARK_PYTHON=sys.executable,
+        PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p),
+        SPARK_HOME=spark_home(),
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
+    cmd = [
+        spark_bin("spark-submit"),
+        "--master",
+        f"local[{cores}]",
+        "--driver-memory",
+        "4g",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        "--conf",
+        "spark.default.parallelism=2",
+        "--conf",
+        "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf",
+        f"spark.connect.grpc.binding.port={port}",
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "spark-internal",
+    ]
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            cwd=base,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"the Spark Connect server exited ({proc.returncode}):\n"
+                    + open(log_path).read()[-4000:]
+                )
+            with open(log_path) as f:
+                if "Spark Connect server started" in f.read():
+                    break
+            if time.time() > deadline:
+                raise RuntimeError(
+                    "the Spark Connect server did not start:\n" + open(log_path).read()[-4000:]
+                )
+            time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)

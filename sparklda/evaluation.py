@@ -15,10 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .block import DocBlock, HeldoutBlock, split_halves
+from .corpus import arrow_vectors
 from .kernels import foldin_block, loglik_block
 from .stats import normalize_topics
 
-__all__ = ["HeldoutScore", "completion_loglik", "normalize_topics"]
+__all__ = ["HeldoutScore", "completion_loglik", "completion_loglik_df", "normalize_topics"]
 
 
 @dataclass
@@ -42,29 +44,34 @@ class HeldoutScore:
 
 def _score_partition(phi_bc, alpha, max_iter, tol):
     def score(it):
-        phi_all = phi_bc.value
-        total = tokens = 0.0
-        docs = 0
-        for hb in it:
-            obs, tgt = hb.observed, hb.target
-            if hb.n_docs == 0:
-                continue
-            # both halves against the union of their terms, rows gathered once
-            terms = np.union1d(obs.terms, tgt.terms)
-            phi = phi_all[terms]
-            loc_obs = np.searchsorted(terms, obs.terms)[obs.local]
-            loc_tgt = np.searchsorted(terms, tgt.terms)[tgt.local]
-            theta = foldin_block(
-                obs.indptr, loc_obs, obs.counts.astype(phi.dtype), phi, alpha, max_iter, tol
-            )
-            # target rows follow the observed document order (same ids, same sort)
-            t, n = loglik_block(tgt.indptr, loc_tgt, tgt.counts, phi, theta)
-            total += t
-            tokens += n
-            docs += hb.n_docs
-        yield total, tokens, docs
+        yield _score_blocks(phi_bc.value, it, alpha, max_iter, tol)
 
     return score
+
+
+def _score_blocks(phi_all, blocks, alpha, max_iter, tol):
+    """(log-likelihood of the target halves, their tokens, documents) of
+    :class:`HeldoutBlock` s."""
+    total = tokens = 0.0
+    docs = 0
+    for hb in blocks:
+        obs, tgt = hb.observed, hb.target
+        if hb.n_docs == 0:
+            continue
+        # both halves against the union of their terms, rows gathered once
+        terms = np.union1d(obs.terms, tgt.terms)
+        phi = phi_all[terms]
+        loc_obs = np.searchsorted(terms, obs.terms)[obs.local]
+        loc_tgt = np.searchsorted(terms, tgt.terms)[tgt.local]
+        theta = foldin_block(
+            obs.indptr, loc_obs, obs.counts.astype(phi.dtype), phi, alpha, max_iter, tol
+        )
+        # target rows follow the observed document order (same ids, same sort)
+        t, n = loglik_block(tgt.indptr, loc_tgt, tgt.counts, phi, theta)
+        total += t
+        tokens += n
+        docs += hb.n_docs
+    return total, tokens, docs
 
 
 def completion_loglik(
@@ -92,6 +99,76 @@ def completion_loglik(
         ).collect()
     finally:
         bc.destroy()
+    total = sum(p[0] for p in parts)
+    tokens = sum(p[1] for p in parts)
+    docs = sum(p[2] for p in parts)
+    if tokens == 0:
+        raise ValueError("the held-out set has no target tokens to score")
+    return HeldoutScore(total / tokens, tokens, docs)
+
+
+def completion_loglik_df(
+    df,
+    features_col: str,
+    phi: np.ndarray,
+    alpha: float,
+    seed: int,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    what: str | None = None,
+) -> HeldoutScore:
+    """:func:`completion_loglik` of the documents of a DataFrame column of ML vectors
+    (term counts), with DataFrame operations only, so it runs under Spark Connect.
+
+    Documents are numbered by their position in ``df`` (partition by partition, as
+    :func:`sparklda.corpus.from_vectors` numbers them with ``zipWithIndex``), so the
+    halves, and the score, are those of the classic route. Empty documents and zero
+    counts are dropped; a bad vector raises on the executors (run it inside
+    :func:`sparklda.errors.executor_errors`). φ̂ travels in the task closure.
+    """
+    from pyspark.sql import functions as F
+
+    phi = np.ascontiguousarray(phi, dtype=np.float64)
+    if phi.ndim != 2 or not np.all(np.isfinite(phi)) or (phi < 0).any():
+        raise ValueError("phi must be a finite non-negative (V, K) matrix")
+    v = phi.shape[0]
+    what = what or f"column {features_col!r}"
+    alpha = float(alpha)
+    tagged = df.select(F.spark_partition_id().alias("_part"), F.col(features_col).alias("_vec"))
+    counts = dict(tagged.groupBy("_part").count().collect())
+    offsets, at = {}, 0
+    for p in sorted(counts):
+        offsets[p] = at
+        at += counts[p]
+
+    def score(batches):
+        import pyarrow as pa
+
+        pos = None
+        obs, tgt = [], []
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if pos is None:
+                pos = offsets[int(batch.column("_part")[0].as_py())]
+            vecs = arrow_vectors(batch.column("_vec"), v, what, check_counts=True, first_doc=pos)
+            for idx, val in vecs:
+                doc_id, pos = pos, pos + 1
+                keep = val > 0
+                if not keep.any():
+                    continue
+                (ta, ca), (tb, cb) = split_halves(doc_id, idx[keep], val[keep], seed)
+                obs.append((doc_id, ta, ca))
+                tgt.append((doc_id, tb, cb))
+        block = HeldoutBlock(
+            DocBlock.from_docs(obs, dtype=np.float64), DocBlock.from_docs(tgt, dtype=np.float64)
+        )
+        total, tokens, docs = _score_blocks(phi, [block], alpha, max_iter, tol)
+        yield pa.RecordBatch.from_pydict(
+            {"total": [float(total)], "tokens": [float(tokens)], "docs": [int(docs)]}
+        )
+
+    parts = tagged.mapInArrow(score, "total double, tokens double, docs long").collect()
     total = sum(p[0] for p in parts)
     tokens = sum(p[1] for p in parts)
     docs = sum(p[2] for p in parts)

@@ -4,7 +4,7 @@ Everything goes through the session's own readers and writers, so any URI
 Spark can open works (``file:``, ``hdfs:``, ``s3a:``, ``abfss:``, ``gs:``,
 ``dbfs:``), and nothing needs a JVM gateway: the same code runs under Spark
 Connect. A classic session also uses Hadoop's ``FileSystem`` to delete
-superseded versions and to tell files from directories.
+superseded versions, to rename and to tell files from directories.
 
 Layout of a committed directory ``P`` (docs/architecture.md, "Saved
 directories")::
@@ -17,8 +17,8 @@ takes the committed version with the highest sequence number. A crash at
 any moment therefore leaves ``P`` holding either the previous complete
 version or the new complete one. After the commit, older versions, their
 records and versions that were never committed (a crashed save's) are
-deleted (classic sessions; under Spark Connect they are left in place and
-readers ignore them).
+deleted (under Spark Connect through the server's ML helper; a server
+without it leaves them in place, and readers ignore them).
 """
 
 from __future__ import annotations
@@ -150,11 +150,25 @@ class SparkFiles:
         )
 
     def delete(self, path: str) -> bool:
-        """Delete ``path`` recursively (classic sessions); False under Connect."""
+        """Delete ``path`` recursively. Under Spark Connect through the server's ML helper
+        (``handleOverwrite``, what pyspark's own ``write().overwrite()`` uses there); False
+        if that server has no ML support."""
         if self.connect:
-            return False
+            return _connect_delete(self.spark, path)
         fs, jpath = self._hadoop(path)
         return bool(fs.delete(jpath, True))
+
+    def rename(self, src: str, dst: str) -> bool:
+        """Rename ``src`` to ``dst`` (which must not exist) with Hadoop's ``FileSystem``
+        (classic sessions; one metadata operation on HDFS and local disks). False under
+        Spark Connect, which cannot rename."""
+        if self.connect:
+            return False
+        fs, jsrc = self._hadoop(src)
+        _, jdst = self._hadoop(dst)
+        if not fs.rename(jsrc, jdst):
+            raise ModelPathError(f"Could not rename {src!r} to {dst!r}.")
+        return True
 
     def mkdirs(self, path: str) -> None:
         if not self.connect:
@@ -253,6 +267,27 @@ class SparkFiles:
     def read_table(self, path: str):
         """Parquet at ``path`` as a pyarrow Table."""
         return self.spark.read.parquet(path).toArrow()
+
+
+def _connect_delete(spark, path: str) -> bool:
+    """Delete ``path`` on a Spark Connect server (its ML helper's ``handleOverwrite``)."""
+    try:
+        import pyspark.sql.connect.proto as pb2
+        from pyspark.ml.connect.serialize import serialize
+        from pyspark.ml.util import ML_CONNECT_HELPER_ID
+
+        method = pb2.Fetch.Method(
+            method="handleOverwrite", args=serialize(spark.client, str(path), True)
+        )
+        command = pb2.Command()
+        command.ml_command.fetch.CopyFrom(
+            pb2.Fetch(obj_ref=pb2.ObjectRef(id=ML_CONNECT_HELPER_ID), methods=[method])
+        )
+        spark.client.execute_command(command)
+        return True
+    except Exception as e:  # a server without Spark ML: leave the files, readers ignore them
+        log.warning("could not delete %s through Spark Connect: %s", path, str(e)[:200])
+        return False
 
 
 def _json_default(o):
@@ -367,9 +402,7 @@ class CommittedDir:
 
     def cleanup(self, keep: Commit, keep_last: int = 1, extra: tuple[str, ...] = ()) -> None:
         """Delete versions older than the ``keep_last`` newest committed ones, uncommitted
-        versions (a crashed save's), their records and the ``extra`` entries (classic)."""
-        if self.files.connect:
-            return
+        versions (a crashed save's), their records and the ``extra`` entries."""
         commits = self.commits()
         kept = {c.version for c in commits[-keep_last:]} | {keep.version}
         for c in commits:
@@ -382,7 +415,7 @@ class CommittedDir:
                 self.files.delete(f"{self.root}/{name}")
 
     def remove(self) -> None:
-        """Delete the whole directory (classic sessions)."""
+        """Delete the whole directory."""
         self.files.delete(self.root)
         self._known = None
 

@@ -39,7 +39,9 @@ Differences from pyspark's LDA, on purpose:
 
 Modules: :mod:`.params` (the Params and their mapping onto TrainParams),
 :mod:`.estimator` (:class:`LDA`), :mod:`.model` (:class:`LDAModel`),
-:mod:`.persistence` (writers, readers, :func:`load_topic_model`).
+:mod:`.persistence` (writers, readers, :func:`load_topic_model`), :mod:`.pipeline`
+(crash-safe ``Pipeline``/``PipelineModel`` saves: :func:`save_pipeline`,
+:func:`load_pipeline`, and pyspark's ``write()``/``read()`` routed through them).
 
 References
 ----------
@@ -53,6 +55,12 @@ from ..io import path_exists
 from .estimator import LDA
 from .model import LDAModel
 from .persistence import load_topic_model
+from .pipeline import install as _install_pipeline_persistence
+from .pipeline import load_pipeline, save_pipeline
+
+# Pipeline/PipelineModel write() and read() of pipelines with sparklda stages go through
+# sparklda.ml.pipeline (committed, crash-safe saves; docs/architecture.md, "Pipelines").
+_install_pipeline_persistence()
 
 # path_exists: kept here for the jobs written against this module; it lives in sparklda.io.
-__all__ = ["LDA", "LDAModel", "load_topic_model", "path_exists"]
+__all__ = ["LDA", "LDAModel", "load_pipeline", "load_topic_model", "path_exists", "save_pipeline"]

@@ -16,10 +16,12 @@ from ..corpus import (
     heldout_blocks,
     split_documents,
     validate,
+    vector_size,
 )
 from ..errors import CorpusError, executor_errors
-from ..evaluation import completion_loglik
+from ..evaluation import completion_loglik, completion_loglik_df
 from ..model import TopicModel
+from ..storage import is_connect
 from .params import FOLDIN_MAX_ITER, _LDAParams, check_features
 from .persistence import LDAModelReader, LDAModelWriter
 
@@ -145,6 +147,17 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         check_features(dataset, col)
         tm = self.topicModel
         size = declared_size(dataset, col)
+        if is_connect(dataset.sparkSession):  # no RDDs: the DataFrame route, same score
+            size = size if size is not None else vector_size(dataset, col)
+            if size is not None and size != tm.vocab_size:
+                raise CorpusError(
+                    f"Vectors in column {col!r} have size {size} but the model's "
+                    f"vocabulary has {tm.vocab_size} terms."
+                )
+            with executor_errors(f"column {col!r}"):
+                return completion_loglik_df(
+                    dataset, col, tm.topics_matrix(), tm.alpha, self._seed(), FOLDIN_MAX_ITER
+                )
         source = from_vectors(dataset, col)
         size = size if size is not None else source.vocab_size
         if size != tm.vocab_size:

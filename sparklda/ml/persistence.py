@@ -30,6 +30,7 @@ from .._version import __version__
 from ..errors import ModelPathError
 from ..model import TopicModel
 from ..storage import CommittedDir, SparkFiles
+from .pipeline import committed_pipeline_path
 
 MODEL_KIND = "sparklda.LDAModel"
 ESTIMATOR_KIND = "sparklda.LDA"
@@ -49,6 +50,9 @@ def load_topic_model(path: str, spark=None) -> TopicModel:
         return TopicModel.load(found, spark)
     files = SparkFiles(spark)
     stages = f"{files.qualify(path).rstrip('/')}/stages"
+    committed = committed_pipeline_path(path, spark)
+    if committed is not None:  # a pipeline saved by sparklda.ml.pipeline
+        stages = f"{committed}/stages"
     for name in reversed(files.children(stages)):
         found = _lda_model_payload(f"{stages}/{name}", spark)
         if found is not None:
@@ -134,7 +138,7 @@ def _load_stage(reader: MLReader, path: str, kind: str, cls) -> tuple[dict, str 
     else:
         if not target.files.exists(f"{target.root}/metadata"):
             raise FileNotFoundError(f"No sparklda {cls.__name__} at {path!r}.")
-        record = DefaultParamsReader.loadMetadata(path, spark.sparkContext)
+        record = DefaultParamsReader.loadMetadata(path, spark)
         base = None
     _check_class(record, cls, path)
     return record, base
@@ -156,7 +160,7 @@ class _CommittedWriter(MLWriter):
     def _record(self, extra: dict, skip=("vocabulary", "initialModel")) -> dict:
         text = DefaultParamsWriter._get_metadata_to_save(
             self.instance,
-            self.sparkSession.sparkContext,
+            self.sparkSession,
             extraMetadata={"sparkldaVersion": __version__, **extra},
             paramMap=_json_params(self.instance, skip=skip),
         )

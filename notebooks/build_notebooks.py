@@ -34,7 +34,8 @@ topic, plots held-out quality against training time, scores the remaining
 documents and saves the fitted pipeline. It runs in about a minute in Spark
 local mode. On Databricks, install sparklda on the cluster (as a cluster
 library, or `%pip install` its wheel) and the notebook uses the cluster's
-session.""",
+session; it runs the same on classic (dedicated) compute and on Spark Connect
+compute (standard access mode, serverless).""",
     ),
     (
         "code",
@@ -52,7 +53,8 @@ if spark is None:  # not on Databricks: a small local session
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")
              .getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
+if not type(spark).__module__.startswith("pyspark.sql.connect"):
+    spark.sparkContext.setLogLevel("ERROR")  # Spark Connect (serverless) has no SparkContext
 print("Spark", spark.version)""",
     ),
     (

@@ -11,7 +11,8 @@
 # MAGIC documents and saves the fitted pipeline. It runs in about a minute in Spark
 # MAGIC local mode. On Databricks, install sparklda on the cluster (as a cluster
 # MAGIC library, or `%pip install` its wheel) and the notebook uses the cluster's
-# MAGIC session.
+# MAGIC session; it runs the same on classic (dedicated) compute and on Spark Connect
+# MAGIC compute (standard access mode, serverless).
 
 # COMMAND ----------
 
@@ -28,7 +29,8 @@ if spark is None:  # not on Databricks: a small local session
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")
              .getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
+if not type(spark).__module__.startswith("pyspark.sql.connect"):
+    spark.sparkContext.setLogLevel("ERROR")  # Spark Connect (serverless) has no SparkContext
 print("Spark", spark.version)
 
 # COMMAND ----------

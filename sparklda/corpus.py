@@ -389,64 +389,6 @@ def vector_to_arrays(
     return idx, val
 
 
-def arrow_vectors(
-    col,
-    size: int,
-    what: str,
-    size_name: str = "the vocabulary size",
-    check_counts: bool = True,
-    first_doc: int = 0,
-):
-    """(term ids int64, counts float64) of each row of an Arrow column of Spark ML vectors.
-
-    What ``mapInArrow`` hands a function for a ``VectorUDT`` column: a struct of
-    ``type`` (0 sparse, 1 dense), ``size``, ``indices`` and ``values``. A null row is
-    an empty document; sizes and (with ``check_counts``) counts are checked as
-    :func:`vector_to_arrays` does, documents numbered from ``first_doc``.
-    """
-    import pyarrow as pa
-
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    n = len(col)
-    if n == 0:
-        return []
-    valid = col.is_valid().to_numpy(zero_copy_only=False)
-    kinds, sizes, indices, values = col.flatten()
-    kinds = kinds.fill_null(1).to_numpy(zero_copy_only=False)
-    sizes = sizes.fill_null(-1).to_numpy(zero_copy_only=False)
-    i_off = indices.offsets.to_numpy()
-    i_all = indices.values.to_numpy(zero_copy_only=False)
-    v_off = values.offsets.to_numpy()
-    v_all = values.values.to_numpy(zero_copy_only=False)
-    empty = (np.zeros(0, np.int64), np.zeros(0))
-    out = []
-    for r in range(n):
-        if not valid[r]:
-            out.append(empty)
-            continue
-        val = np.asarray(v_all[v_off[r] : v_off[r + 1]], np.float64)
-        if kinds[r] == 0:
-            got = int(sizes[r])
-            idx = np.asarray(i_all[i_off[r] : i_off[r + 1]], np.int64)
-        else:
-            got = len(val)
-            idx = np.flatnonzero(val).astype(np.int64)
-            val = val[idx]
-        if got != size:
-            raise CorpusError(
-                f"Vectors in {what} must all have {size_name} {size}; document "
-                f"{first_doc + r} has size {got}."
-            )
-        if check_counts and (not np.all(np.isfinite(val)) or (val < 0).any()):
-            raise CorpusError(
-                f"{what} has a negative or non-finite count in document {first_doc + r}; "
-                f"counts must be finite non-negative integers."
-            )
-        out.append((idx, val))
-    return out
-
-
 def from_vectors(
     df, features_col: str = "features", id_col: str | None = None, vocab: list | None = None
 ) -> DocSource:

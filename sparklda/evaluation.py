@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .block import DocBlock, HeldoutBlock, split_halves
-from .corpus import arrow_vectors
 from .kernels import foldin_block, loglik_block
 from .stats import normalize_topics
+from .vectors import arrow_vectors
 
 __all__ = ["HeldoutScore", "completion_loglik", "completion_loglik_df", "normalize_topics"]
 

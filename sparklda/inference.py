@@ -15,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from .block import DocBlock
-from .corpus import arrow_vectors, check_output_column, check_vector_column, vector_size
+from .corpus import check_output_column, check_vector_column, vector_size
 from .errors import CorpusError
 from .kernels import foldin_block
 from .storage import is_connect
+from .vectors import arrow_vectors
 
 
 def _vector_struct(theta: np.ndarray):

@@ -12,7 +12,16 @@ document's topic distribution on the executors with the topics fixed, and
 writes Parquet to ``infer.output``: ``doc_id`` (long) and
 ``topicDistribution`` (array<double> of K values summing to one, or a Spark
 ML vector with ``infer.vector_type = "vector"``). Documents with no known
-term get the uniform distribution 1/K.
+term get the uniform distribution 1/K. The output is staged beside
+``infer.output`` and put in place only when complete
+(:func:`sparklda.storage.write_output`): a crash never leaves half an output
+or loses the previous one.
+
+Against a Spark Connect server (``--remote sc://host:port`` or
+``SPARK_REMOTE``) the documents are read with DataFrame operations only:
+``input.format = "parquet"`` with ``input.features_col`` (vectors in the
+model's term ids), and readers take the output as complete when it holds
+``_SUCCESS``.
 
 ``doc_id`` is the document's id in its input: the UCI docID (1-based, as in
 the file), the ``input.id_col`` value, or else the row number (0-based).
@@ -43,9 +52,12 @@ from ..api import source_from_config
 from ..corpus import DocSource
 from ..errors import executor_errors
 from ..ml import load_topic_model
+from ..storage import is_connect, write_output
+from ..vectors import with_row_positions
 from ..warmstart import project_to_vocabulary
 from .config import ConfigError, check_config, input_settings
 from .job import check_output, job_main
+from .session import session_facts
 
 log = logging.getLogger("sparklda.job")
 
@@ -113,28 +125,67 @@ def score(spark, model, source, id_offset: int = 0):
     return model.transform(vectors).drop("features"), unknown, (raw, docs)
 
 
+def score_frame(spark, model, s: dict):
+    """(DataFrame of ``doc_id`` and ``topicDistribution`` (vector), unknown-term tokens) for
+    the documents of ``s["input"]`` read with DataFrame operations only (Spark Connect):
+    Parquet with a vector column ``features_col`` in the model's term ids, numbered by
+    ``id_col`` or by their position."""
+    from pyspark.sql import functions as F
+
+    inp = s["input"]
+    if inp.get("format") != "parquet" or not inp.get("features_col"):
+        raise ConfigError(
+            "Under Spark Connect the infer job reads input.format = 'parquet' with "
+            "input.features_col (vectors of term counts in the model's term ids); "
+            f"got format {inp.get('format', 'uci')!r}. Vectorise the documents first "
+            "(e.g. with the CountVectorizerModel of the training pipeline)."
+        )
+    col = inp["features_col"]
+    df = spark.read.parquet(inp["path"])
+    if inp.get("id_col"):
+        docs = df.select(F.col(inp["id_col"]).cast("long").alias("doc_id"), F.col(col))
+    else:
+        docs = with_row_positions(df.select(col), "doc_id").select("doc_id", col)
+    scored = model.transform(docs, features_col=col)
+    return scored.drop(col), 0.0
+
+
 def run(spark, cfg: dict) -> dict:
     """Score as ``cfg`` says; returns the report (also written as ``_report.json`` beside the
-    Parquet files when the output is a local path)."""
+    Parquet files when the output is a local path of a classic session).
+
+    The output is written to a staging directory beside ``infer.output`` and then put in
+    its place (:func:`sparklda.storage.write_output`): a crash never leaves a half-written
+    output or loses the previous one; under Spark Connect ``_SUCCESS`` marks it complete."""
     from pyspark.ml.functions import vector_to_array
 
     s = settings_from_config(cfg)
+    connect = is_connect(spark)
     output = check_output(spark, s["output"], "infer.output", s["overwrite"])
     started = time.time()
     model = load_topic_model(s["model"], spark)
     log.info("model %s: k=%d, %d terms", s["model"], model.k, model.vocab_size)
-    source = source_from_config(spark, s["input"])
-    id_offset = 1 if s["input"].get("format", "uci") == "uci" else 0
     cached: tuple = ()
+    what = "the documents"
     try:
-        with executor_errors(source.what):  # bad documents are found on the executors
-            scored, unknown, cached = score(spark, model, source, id_offset)
-            if s["vector_type"] == "array":
-                scored = scored.withColumn(
-                    "topicDistribution", vector_to_array("topicDistribution")
-                )
-            mode = "overwrite" if s["overwrite"] else "errorifexists"
-            scored.write.mode(mode).parquet(s["output"])
+        if connect:
+            with executor_errors(what):
+                scored, unknown = score_frame(spark, model, s)
+        else:
+            source = source_from_config(spark, s["input"])
+            what = source.what
+            id_offset = 1 if s["input"].get("format", "uci") == "uci" else 0
+            with executor_errors(what):  # bad documents are found on the executors
+                scored, unknown, cached = score(spark, model, source, id_offset)
+        if s["vector_type"] == "array":
+            scored = scored.withColumn("topicDistribution", vector_to_array("topicDistribution"))
+        with executor_errors(what):
+            write_output(
+                spark,
+                s["output"],
+                lambda path: scored.write.mode("errorifexists").parquet(path),
+                s["overwrite"],
+            )
     finally:
         for rdd in cached:
             rdd.unpersist()
@@ -147,9 +198,9 @@ def run(spark, cfg: dict) -> dict:
         "documents": written,
         "unknown_term_tokens": unknown,
         "wall_seconds": time.time() - started,
-        "master": spark.sparkContext.master,
+        **session_facts(spark, properties=False),
     }
-    if "://" not in output:
+    if "://" not in output and not connect:
         with open(os.path.join(output, "_report.json"), "w") as f:
             json.dump(report, f, indent=1, default=str)
     print(

@@ -16,6 +16,7 @@ import tempfile
 
 from .._java import java_problem
 from ..errors import ModelPathError
+from ..storage import SparkFiles, is_connect
 from .config import load_config, shipped_config, shipped_configs
 from .session import build_session
 
@@ -59,6 +60,12 @@ def base_parser(
         help="Spark master when run with plain python (default: the "
         "config's [spark] master, else local[2]); under "
         "spark-submit its --master decides",
+    )
+    p.add_argument(
+        "--remote",
+        metavar="sc://HOST:PORT",
+        help="run against a Spark Connect server (default: the SPARK_REMOTE environment "
+        "variable; without either, a classic session)",
     )
     p.add_argument(
         "--print-config",
@@ -155,7 +162,15 @@ def check_local_output(path: str, key: str, overwrite: bool | None) -> None:
 
 def check_output(spark, path: str, key: str, overwrite: bool) -> str:
     """Check an output directory before any work (see :func:`check_local_output`; on other
-    file systems: exists, parent is a file). Returns the path as Spark resolves it."""
+    file systems: exists, parent is a file; under Spark Connect, which has no file system
+    API, only whether it exists). Returns the path as Spark resolves it."""
+    if is_connect(spark):
+        if not overwrite and SparkFiles(spark).exists(path):
+            table = key.split(".")[0]
+            raise ModelPathError(
+                f"{key} {path!r} already exists; set {table}.overwrite = true to replace it."
+            )
+        return path
     scheme, where, fs = _location(spark, path, key)
     if scheme == "file":
         check_local_output(where, key, overwrite)
@@ -203,10 +218,11 @@ def job_main(
         check(cfg)
     except ValueError as e:
         return error(e)
-    problem = java_problem()
+    remote = args.remote or os.environ.get("SPARK_REMOTE") or None
+    problem = None if remote else java_problem()  # a Connect client runs no JVM
     if problem:
         return error(problem)
-    spark = build_session(cfg, args.master, app_name)
+    spark = build_session(cfg, args.master, app_name, remote=remote)
     try:
         if resume:
             run(spark, cfg, resume=args.resume)

@@ -142,13 +142,51 @@ def plan_properties(
     return apply, lost
 
 
-def build_session(cfg: dict, master: str | None = None, app_name: str = "sparklda"):
+def build_connect_session(cfg: dict, remote: str, app_name: str = "sparklda"):
+    """A Spark Connect session on the server ``remote`` (``sc://host:port``). The master
+    and the server's static properties are the server's; the configuration's
+    ``[spark.conf]`` properties are set on the session where Spark allows it (runtime
+    SQL properties), the others are logged and skipped. The sparklda package is added
+    to the session's Python path on the server (``addArtifacts``) unless
+    ``[spark] ship_package = false``."""
+    from pyspark.sql import SparkSession
+
+    spark_cfg = cfg.get("spark", {})
+    if spark_cfg.get("master"):
+        log.info(
+            "[spark] master = %r ignored: the Connect server's master runs the job",
+            spark_cfg["master"],
+        )
+    spark = SparkSession.builder.remote(remote).create()
+    for key, value in flatten_spark_conf(spark_cfg.get("conf", {})).items():
+        try:
+            spark.conf.set(key, value)
+        except Exception as e:
+            log.warning(
+                "%s = %s not applied on the Connect server: %s",
+                key,
+                value,
+                str(e).splitlines()[0][:200],
+            )
+    if spark_cfg.get("ship_package", True):
+        ship_package(spark)
+    return spark
+
+
+def build_session(
+    cfg: dict, master: str | None = None, app_name: str = "sparklda", remote: str | None = None
+):
     """The job's SparkSession for configuration ``cfg`` (its ``[spark]`` table), with the
     precedence described in this module's docstring. ``master`` is the job's ``--master``
     option (ignored under spark-submit). Ships the sparklda package to the executors
-    when the master is not local (``[spark] ship_package = false`` turns that off)."""
+    when the master is not local (``[spark] ship_package = false`` turns that off).
+    With ``remote`` (``sc://host:port``), a Spark Connect session
+    (:func:`build_connect_session`)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    if remote:
+        return build_connect_session(cfg, remote, app_name)
 
     spark_cfg = cfg.get("spark", {})
     submitted = launched_by_spark_submit()
@@ -206,15 +244,54 @@ def build_session(cfg: dict, master: str | None = None, app_name: str = "sparkld
     return spark
 
 
-def effective_properties(spark) -> dict[str, str]:
-    """The Spark properties the session really runs with (``sc.getConf()``), values of
-    secret-looking keys or values (Spark's ``spark.redaction.regex``) redacted."""
-    props = dict(spark.sparkContext.getConf().getAll())
+def session_facts(spark, properties: bool = True) -> dict:
+    """What a job records about its session: ``master`` (classic) or ``remote`` (the Spark
+    Connect URL; a Connect client cannot see the server's master), Spark's version and,
+    with ``properties``, the effective properties and executors (classic; under Connect
+    the session's runtime properties and no executor list, which needs the JVM)."""
+    from ..storage import is_connect
+
+    if not is_connect(spark):
+        facts = {"master": spark.sparkContext.master, "spark_version": spark.version}
+        if properties:
+            facts["properties"] = effective_properties(spark)
+            facts["executors"] = executor_summary(spark)
+        return facts
+    facts = {"remote": _connect_url(spark), "spark_version": spark.version}
+    if properties:
+        facts["properties"] = _redact(_connect_properties(spark))
+        facts["executors"] = None
+    return facts
+
+
+def _connect_url(spark) -> str:
+    try:
+        url = str(spark.client._builder.url)
+    except Exception:  # pragma: no cover - a client without the attribute
+        return "sc://"
+    return re.sub(r";(token|.*secret.*)=[^;]*", r";\1=" + REDACTED, url, flags=re.I)
+
+
+def _connect_properties(spark) -> dict[str, str]:
+    try:
+        return {str(k): str(v) for k, v in spark.conf.getAll.items()}
+    except Exception as e:
+        log.info("the Connect session's properties could not be read: %s", e)
+        return {}
+
+
+def _redact(props: dict[str, str]) -> dict[str, str]:
     pattern = re.compile(props.get("spark.redaction.regex", REDACTION_REGEX))
     return {
         k: (REDACTED if pattern.search(k) or pattern.search(v) else v)
         for k, v in sorted(props.items())
     }
+
+
+def effective_properties(spark) -> dict[str, str]:
+    """The Spark properties the session really runs with (``sc.getConf()``), values of
+    secret-looking keys or values (Spark's ``spark.redaction.regex``) redacted."""
+    return _redact(dict(spark.sparkContext.getConf().getAll()))
 
 
 def executor_summary(spark) -> list[dict]:
@@ -250,9 +327,13 @@ _ZIPPED: dict[str, str] = {}
 def ship_package(spark) -> str | None:
     """On a cluster, send the sparklda package to the executors (``addPyFile`` of a zip of
     its Python files, as ``--py-files`` would); returns the zip's path. Nothing to do in
-    local mode, or when sparklda was itself imported from a zip (``--py-files``)."""
-    sc = spark.sparkContext
-    if sc.master.startswith("local"):
+    local mode, or when sparklda was itself imported from a zip (``--py-files``). Under
+    Spark Connect the zip is added to the session's artifacts (``addArtifacts(...,
+    pyfile=True)``), which puts it on the server's Python path for this session."""
+    from ..storage import is_connect
+
+    connect = is_connect(spark)
+    if not connect and spark.sparkContext.master.startswith("local"):
         return None
     import sparklda
 
@@ -271,6 +352,13 @@ def ship_package(spark) -> str | None:
                         full = os.path.join(root, name)
                         z.write(full, os.path.relpath(full, os.path.dirname(pkg)))
         _ZIPPED[pkg] = path
-    sc.addPyFile(path)
+    if connect:
+        try:
+            spark.addArtifacts(path, pyfile=True)
+        except Exception as e:
+            log.warning("could not add %s to the Connect session: %s", path, str(e)[:200])
+            return None
+    else:
+        spark.sparkContext.addPyFile(path)
     log.info("shipped %s to the executors as %s", pkg, path)
     return path

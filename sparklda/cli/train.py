@@ -24,7 +24,7 @@ from ..model import TopicModel
 from ..params import TrainParams
 from .config import ConfigError, check_config, input_settings, train_params
 from .job import check_local_output, check_output, job_main
-from .session import effective_properties, executor_summary
+from .session import session_facts
 
 log = logging.getLogger("sparklda.job")
 
@@ -81,6 +81,27 @@ def check_outputs(spark, s: TrainSettings) -> str:
     return metrics
 
 
+def spark_record(spark, facts: dict) -> dict:
+    """``metrics.json``'s ``spark`` table: the master (classic) or the Connect URL, the
+    version, and what the session can tell (application id, default parallelism and
+    executors need the JVM: recorded in a classic session, None under Spark Connect)."""
+    from ..storage import is_connect
+
+    record = {
+        "master": facts.get("master"),
+        "remote": facts.get("remote"),
+        "version": spark.version,
+        "properties": facts["properties"],
+        "executors": facts["executors"],
+    }
+    if is_connect(spark):
+        record.update(app_id=None, default_parallelism=None)
+    else:
+        sc = spark.sparkContext
+        record.update(app_id=sc.applicationId, default_parallelism=sc.defaultParallelism)
+    return record
+
+
 def run(spark, cfg: dict, resume: bool = False) -> dict:
     """Train as ``cfg`` says (``resume``: from the newest checkpoint in [checkpoint] dir);
     returns the metrics written to metrics.json."""
@@ -106,7 +127,8 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
     model = result.model
     model.save(s.model, overwrite=s.overwrite)
     final = result.evaluations[-1] if result.evaluations else None
-    sc = spark.sparkContext
+    facts = session_facts(spark)
+    where = facts.get("master") or facts.get("remote")
     metrics = {
         "command": " ".join(sys.argv),
         "started": started,
@@ -119,14 +141,7 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
         "final": final,
         "evaluations": result.evaluations,
         "rounds": result.rounds,
-        "spark": {
-            "master": sc.master,
-            "version": spark.version,
-            "app_id": sc.applicationId,
-            "default_parallelism": sc.defaultParallelism,
-            "properties": effective_properties(spark),
-            "executors": executor_summary(spark),
-        },
+        "spark": spark_record(spark, facts),
         "topics": model.describe_topics(10),
     }
     os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
@@ -144,7 +159,7 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
     )
     print(
         f"trained {s.params.algorithm} K={s.params.k} for {result.report['rounds']} rounds "
-        f"in {result.report['train_seconds']:.1f} s (corpus build included) on {sc.master}"
+        f"in {result.report['train_seconds']:.1f} s (corpus build included) on {where}"
     )
     if final:
         print(

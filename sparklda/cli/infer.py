@@ -183,7 +183,7 @@ def run(spark, cfg: dict) -> dict:
             write_output(
                 spark,
                 s["output"],
-                lambda path: scored.write.mode("errorifexists").parquet(path),
+                lambda path: scored.write.mode("error").parquet(path),
                 s["overwrite"],
             )
     finally:

@@ -1,0 +1,225 @@
+"""Spark Connect: a model trained in a classic session serves, scores, saves and loads under
+Connect (no SparkContext, RDD, broadcast or JVM), and the infer job runs against a Connect
+server. The ``connect`` fixture (tests/conftest.py) is a real Connect server beside the
+classic ``spark`` session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.helpers import ROOT, job_env, kos_word_docs
+
+K = 4
+
+
+@pytest.fixture(scope="module")
+def trained(spark, tmp_path_factory):
+    """A model and pipeline trained in the classic session, saved; the vectors as Parquet
+    so that both sessions read the same rows in the same partitions."""
+    from pyspark.ml import PipelineModel
+    from pyspark.ml.feature import CountVectorizer
+
+    from sparklda import LDA
+
+    base = tmp_path_factory.mktemp("connect-models")
+    rows = kos_word_docs(0, 150) + [(10_000, [])]
+    words = spark.createDataFrame(rows, "id long, words array<string>").repartition(2, "id")
+    words.write.parquet(str(base / "words"))
+    words = spark.read.parquet(str(base / "words"))
+    cv = CountVectorizer(inputCol="words", outputCol="features", minDF=2.0).fit(words)
+    counted = cv.transform(words)
+    counted.write.parquet(str(base / "counted"))
+    counted = spark.read.parquet(str(base / "counted"))
+    model = LDA(k=K, maxIter=2, seed=4, minibatchSize=100, vocabulary=cv.vocabulary).fit(counted)
+    model.write().save(str(base / "model"))
+    PipelineModel([cv, model]).write().save(str(base / "pipeline"))
+    # what the classic session computes (pyspark decides classic or Connect per process
+    # while the connect fixture is active, so classic Python UDFs run here, before it)
+    return {
+        "base": base,
+        "model": model,
+        "theta": _theta(model.transform(counted)),
+        "describe": [r.asDict() for r in model.describeTopics(5).orderBy("topic").collect()],
+        "loglik": model.logLikelihood(counted),
+        "logperplexity": model.logPerplexity(counted),
+    }
+
+
+def _theta(df, col="topicDistribution"):
+    return {r.id: r[col].toArray() for r in df.select("id", col).collect()}
+
+
+def test_classic_model_serves_scores_and_saves_under_connect(spark, trained, connect):
+    from sparklda import LDAModel
+    from sparklda.model import TopicModel
+
+    base, model = trained["base"], trained["model"]
+    loaded = LDAModel.load(str(base / "model"))
+    assert loaded.uid == model.uid
+    np.testing.assert_array_equal(loaded.topicModel.topic_word, model.topicModel.topic_word)
+    counted_c = connect.read.parquet(str(base / "counted"))
+    assert type(counted_c.sparkSession).__module__.startswith("pyspark.sql.connect")
+    # transform: mapInArrow with φ̂ in the closure, equal to the classic session's
+    ours = _theta(loaded.transform(counted_c))
+    theirs = trained["theta"]
+    assert ours.keys() == theirs.keys() and len(ours) == 151
+    for doc_id, th in theirs.items():
+        np.testing.assert_allclose(ours[doc_id], th, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ours[10_000], np.full(K, 1 / K))
+    # describeTopics, topicsMatrix
+    d_c = loaded.describeTopics(5).orderBy("topic").collect()
+    assert [r.asDict() for r in d_c] == trained["describe"]
+    assert d_c[0].terms and len(d_c[0].terms) == 5
+    np.testing.assert_array_equal(loaded.topicsMatrix().toArray(), model.topicsMatrix().toArray())
+    # held-out completion score on a DataFrame: the same documents, halves and score
+    ll_c, ll_s = loaded.logLikelihood(counted_c), trained["loglik"]
+    assert np.isfinite(ll_c) and ll_c < 0
+    assert ll_c == pytest.approx(ll_s, rel=1e-6)
+    assert loaded.logPerplexity(counted_c) == pytest.approx(trained["logperplexity"], rel=1e-6)
+    # saves from Connect (plain, then overwrite) load in the classic session
+    path = str(base / "from-connect")
+    loaded.setSeed(21).write().save(path)
+    with pytest.raises(FileExistsError, match="already exists"):
+        loaded.write().save(path)
+    loaded.setSeed(22).write().overwrite().save(path)
+    versions = [n for n in os.listdir(path) if n.startswith("v")]
+    assert len(versions) == 1, versions  # the superseded version is deleted under Connect too
+    back = LDAModel.read().session(spark).load(path)
+    assert back.getSeed() == 22 and back.uid == model.uid
+    np.testing.assert_array_equal(back.topicModel.topic_word, model.topicModel.topic_word)
+    tm_path = str(base / "tm-from-connect")
+    model.topicModel.save(tm_path, spark=connect)
+    model.topicModel.save(tm_path, overwrite=True, spark=connect)
+    tm = TopicModel.load(tm_path, spark=spark)
+    np.testing.assert_array_equal(tm.topic_word, model.topicModel.topic_word)
+    assert tm.vocab == model.topicModel.vocab
+
+
+def test_pipelines_write_overwrite_and_load_under_connect(spark, trained, connect):
+    from pyspark.ml import Pipeline, PipelineModel
+    from pyspark.ml.feature import CountVectorizer
+
+    from sparklda import LDA, LDAModel
+
+    base = trained["base"]
+    pm = PipelineModel.load(str(base / "pipeline"))  # saved in the classic session
+    assert [type(s).__name__ for s in pm.stages] == ["CountVectorizerModel", "LDAModel"]
+    words_c = connect.read.parquet(str(base / "words"))
+    got = _theta(pm.transform(words_c))
+    want = trained["theta"]
+    for doc_id, th in want.items():
+        np.testing.assert_allclose(got[doc_id], th, rtol=1e-12, atol=1e-14)
+    path = str(base / "pipeline-from-connect")
+    pm.write().save(path)
+    pm.write().overwrite().save(path)
+    assert sorted(n for n in os.listdir(path) if not n.startswith("v")) == [
+        "commits",
+        "metadata",
+        "stages",
+    ]
+    assert len([n for n in os.listdir(path) if n.startswith("v")]) == 1
+    again = PipelineModel.load(path)
+    assert isinstance(again.stages[-1], LDAModel)
+    # the classic session finds the model in it (pyspark would read the Connect ML
+    # stages with the Connect session while the fixture is active)
+    from sparklda.ml import load_topic_model
+
+    np.testing.assert_array_equal(
+        load_topic_model(path, spark).topic_word, trained["model"].topicModel.topic_word
+    )
+    # an unfitted Pipeline with an LDA stage
+    pipe = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features"), LDA(k=3)])
+    pipe.write().overwrite().save(str(base / "pipe-from-connect"))
+    stage = Pipeline.load(str(base / "pipe-from-connect")).getStages()[-1]
+    assert isinstance(stage, LDA) and stage.getK() == 3 and stage.uid == pipe.getStages()[-1].uid
+
+
+@pytest.mark.slow
+def test_same_script_runs_under_connect_with_pyspark_lda_and_sparklda(connect, tmp_path):
+    """The drop-in script of tests/test_ml.py against the Connect session, for pyspark's LDA
+    (Spark Connect ML) and sparklda's. sparklda's fit under Connect is the DataFrame-only
+    training executor (docs/architecture.md, "Spark Connect")."""
+    from pyspark.ml.clustering import LDA as SparkLDA
+
+    import sparklda
+    from tests.test_ml import lda_script
+
+    rows = kos_word_docs(0, 200) + [(10_000, []), (10_001, ["zzzunique"])]
+    words_c = connect.createDataFrame(rows, "id long, words array<string>")
+    theirs = lda_script(SparkLDA, words_c, str(tmp_path / "pyspark"))
+    ours = lda_script(sparklda.LDA, words_c, str(tmp_path / "sparklda"))
+    for res in (theirs, ours):
+        assert res["matrix_shape"] == (res["vocab_size"], K)
+        assert res["describe_rows"] == K and res["pipeline_rows"] == len(rows)
+        for doc_id, th in res["theta"].items():
+            np.testing.assert_allclose(res["theta_loaded"][doc_id], th, atol=1e-9)
+    for key in ("transform_schema", "describe_schema", "pipeline_schema", "vocab_size"):
+        assert ours[key] == theirs[key], key
+    assert ours["pipeline_stage"] == "LDAModel"
+
+
+def test_infer_job_against_the_connect_server(spark, trained, connect, tmp_path):
+    """``sparklda-infer --remote sc://...``: Parquet vectors in, topic distributions out,
+    equal to the classic transform; run twice, the second replaces the first (staged,
+    ``_SUCCESS`` last) and leaves no staging directory."""
+    base = trained["base"]
+    url = f"sc://{connect.client._builder.url.netloc}"
+    out = tmp_path / "topics"
+    cfg = tmp_path / "infer.toml"
+    cfg.write_text(
+        f"""
+[infer]
+model = "{base / "model"}"
+output = "{out}"
+overwrite = true
+[infer.input]
+format = "parquet"
+path = "{base / "counted"}"
+features_col = "features"
+id_col = "id"
+"""
+    )
+    env = job_env(PYTHONPATH=ROOT, SPARK_CONNECT_MODE_ENABLED=None, SPARK_REMOTE=None)
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "sparklda.cli.infer", "--config", str(cfg), "--remote", url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "scored 151 documents with 4 topics" in proc.stdout
+    bad = tmp_path / "uci.toml"
+    bad.write_text(
+        f"""
+[infer]
+model = "{base / "model"}"
+output = "{tmp_path / "other"}"
+[infer.input]
+format = "uci"
+docword = "sample:kos/docword.txt.gz"
+"""
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparklda.cli.infer", "--config", str(bad), "--remote", url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert "error: Under Spark Connect the infer job reads input.format = 'parquet'" in proc.stderr
+    assert os.path.exists(out / "_SUCCESS")
+    assert not [n for n in os.listdir(tmp_path) if "sparklda-staging" in n]
+    rows = spark.read.parquet(str(out)).collect()
+    got = {r.doc_id: np.asarray(r.topicDistribution) for r in rows}
+    want = trained["theta"]
+    assert got.keys() == want.keys()
+    for doc_id, th in want.items():
+        np.testing.assert_allclose(got[doc_id], th, rtol=1e-12, atol=1e-14)

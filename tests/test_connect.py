@@ -19,12 +19,13 @@ K = 4
 
 @pytest.fixture(scope="module")
 def trained(spark, tmp_path_factory):
-    """A model and pipeline trained in the classic session, saved; the vectors as Parquet
+    """A model and pipeline made in the classic session, saved; the vectors as Parquet
     so that both sessions read the same rows in the same partitions."""
     from pyspark.ml import PipelineModel
     from pyspark.ml.feature import CountVectorizer
 
-    from sparklda import LDA
+    from sparklda import LDAModel
+    from sparklda.model import TopicModel
 
     base = tmp_path_factory.mktemp("connect-models")
     rows = kos_word_docs(0, 150) + [(10_000, [])]
@@ -35,7 +36,9 @@ def trained(spark, tmp_path_factory):
     counted = cv.transform(words)
     counted.write.parquet(str(base / "counted"))
     counted = spark.read.parquet(str(base / "counted"))
-    model = LDA(k=K, maxIter=2, seed=4, minibatchSize=100, vocabulary=cv.vocabulary).fit(counted)
+    rng = np.random.default_rng(4)  # serving needs topics, not training: Dirichlet topics
+    topics = TopicModel(rng.gamma(0.3, 20.0, (len(cv.vocabulary), K)), 0.1, 0.01, cv.vocabulary)
+    model = LDAModel(topics).setSeed(4)
     model.write().save(str(base / "model"))
     PipelineModel([cv, model]).write().save(str(base / "pipeline"))
     # what the classic session computes (pyspark decides classic or Connect per process

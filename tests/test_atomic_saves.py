@@ -109,6 +109,16 @@ def test_pipeline_save_crashing_keeps_the_previous_pipeline(spark, tmp_path, mon
     pms[1].write().overwrite().save(path)
     assert float(PipelineModel.load(path).stages[-1].topicModel.topic_word[0, 0]) == 2.0
     assert len([n for n in os.listdir(path) if n.startswith("v")]) == 1
+    # pyspark's own reader (a process that never imported sparklda) reads the pointers:
+    # one stage, the saved pipeline
+    from pyspark.ml.pipeline import PipelineModelReader
+
+    nested = PipelineModelReader(PipelineModel).load(path)
+    assert len(nested.stages) == 1 and isinstance(nested.stages[0], PipelineModel)
+    assert [type(s).__name__ for s in nested.stages[0].stages] == [
+        "CountVectorizerModel",
+        "LDAModel",
+    ]
     # a directory pyspark's own writer made is replaced (after the new version is committed)
     from pyspark.ml.pipeline import PipelineModelWriter
 
@@ -173,6 +183,10 @@ def test_a_killed_save_leaves_the_old_or_the_new_result(spark, tmp_path, kind, d
     """SIGKILL a process that keeps overwriting a PipelineModel (CountVectorizerModel and an
     LDAModel) or a scored output, at several delays after its first complete save."""
     from pyspark.ml import PipelineModel
+
+    from sparklda.ml.pipeline import install
+
+    install()  # what importing sparklda does: PipelineModel.load reads committed pipelines
 
     from sparklda.storage import recover_output, staging_path, write_output
 

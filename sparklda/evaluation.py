@@ -18,7 +18,7 @@ import numpy as np
 from .block import DocBlock, HeldoutBlock, split_halves
 from .kernels import foldin_block, loglik_block
 from .stats import normalize_topics
-from .vectors import arrow_vectors
+from .vectors import arrow_vectors, with_row_positions
 
 __all__ = ["HeldoutScore", "completion_loglik", "completion_loglik_df", "normalize_topics"]
 
@@ -134,26 +134,18 @@ def completion_loglik_df(
     v = phi.shape[0]
     what = what or f"column {features_col!r}"
     alpha = float(alpha)
-    tagged = df.select(F.spark_partition_id().alias("_part"), F.col(features_col).alias("_vec"))
-    counts = dict(tagged.groupBy("_part").count().collect())
-    offsets, at = {}, 0
-    for p in sorted(counts):
-        offsets[p] = at
-        at += counts[p]
+    numbered = with_row_positions(df.select(F.col(features_col).alias("_vec")), "_doc")
 
     def score(batches):
         import pyarrow as pa
 
-        pos = None
         obs, tgt = [], []
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            if pos is None:
-                pos = offsets[int(batch.column("_part")[0].as_py())]
-            vecs = arrow_vectors(batch.column("_vec"), v, what, check_counts=True, first_doc=pos)
-            for idx, val in vecs:
-                doc_id, pos = pos, pos + 1
+            ids = batch.column("_doc").to_numpy(zero_copy_only=False)
+            vecs = arrow_vectors(batch.column("_vec"), v, what, first_doc=int(ids[0]))
+            for doc_id, (idx, val) in zip(ids.tolist(), vecs, strict=True):
                 keep = val > 0
                 if not keep.any():
                     continue
@@ -168,7 +160,7 @@ def completion_loglik_df(
             {"total": [float(total)], "tokens": [float(tokens)], "docs": [int(docs)]}
         )
 
-    parts = tagged.mapInArrow(score, "total double, tokens double, docs long").collect()
+    parts = numbered.mapInArrow(score, "total double, tokens double, docs long").collect()
     total = sum(p[0] for p in parts)
     tokens = sum(p[1] for p in parts)
     docs = sum(p[2] for p in parts)

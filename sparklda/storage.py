@@ -479,16 +479,26 @@ def write_output(spark, out: str, write, overwrite: bool, fmt: str = "parquet") 
     directory). The next call for the same ``out`` first repairs what a crash left:
     a classic crash between the two renames (``out`` missing, ``staging/old``
     present) gets the old dataset renamed back; then the staging directory is
-    removed. docs/architecture.md, "Scored output".
+    removed. With ``overwrite``, an existing ``out`` holding anything but Spark's own
+    output files (``part-*``, ``_*``, ``.*``) is refused, not replaced.
+    docs/architecture.md, "Scored output".
     """
     files = SparkFiles(spark)
     out = files.qualify(str(out)).rstrip("/")
     staging = staging_path(out)
     recover_output(spark, out)
-    if files.exists(out) and not overwrite:
-        raise ModelExistsError(
-            f"The output path {out!r} already exists; set overwrite to replace it."
-        )
+    if files.exists(out):
+        if not overwrite:
+            raise ModelExistsError(
+                f"The output path {out!r} already exists; set overwrite to replace it."
+            )
+        foreign = [n for n in files.children(out) if not n.startswith(("part-", "_", "."))]
+        if foreign:
+            raise ModelPathError(
+                f"{out!r} exists and is not a dataset Spark wrote (it holds "
+                f"{sorted(foreign)[:5]}); refusing to replace it. Choose another path or "
+                f"remove it yourself."
+            )
     new = f"{staging}/new-{uuid.uuid4().hex[:8]}"
     write(new)
     if files.connect:

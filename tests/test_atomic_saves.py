@@ -79,6 +79,12 @@ def test_scored_output_survives_a_crash_at_every_step(spark, tmp_path, monkeypat
     write_output(spark, out, writer(dfs[0]), True)
     assert _values(spark, out) == [1.0]
     assert sorted(os.listdir(tmp_path)) == ["topics"]
+    # a directory that is not a dataset Spark wrote is never replaced
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(ValueError, match="is not a dataset Spark wrote"):
+        write_output(spark, str(tmp_path / "mine"), writer(dfs[0]), True)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
 def test_pipeline_save_crashing_keeps_the_previous_pipeline(spark, tmp_path, monkeypatch):

@@ -67,6 +67,12 @@ def _score_partition(phi_bc, alpha, max_iter, tol):
     return score
 
 
+def _alpha_arg(alpha):
+    """α as the fold-in kernel takes it: a float, or a float64 K-vector."""
+    a = np.asarray(alpha, dtype=np.float64)
+    return float(a) if a.ndim == 0 else a
+
+
 def completion_loglik(
     heldout_rdd, phi: np.ndarray, alpha: float, max_iter: int = 100, tol: float = 1e-4
 ) -> HeldoutScore:
@@ -78,8 +84,8 @@ def completion_loglik(
     phi : array (V, K)
         φ̂ with columns summing to one (column k is topic k's distribution
         over the vocabulary); float32 or float64.
-    alpha : float
-        The document-topic prior α used for fold-in.
+    alpha : float or float array (K,)
+        The document-topic prior α used for fold-in (a K-vector when learned).
     """
     phi = np.asarray(phi)
     if phi.ndim != 2 or not np.all(np.isfinite(phi)) or (phi < 0).any():
@@ -88,7 +94,7 @@ def completion_loglik(
     bc = sc.broadcast(np.ascontiguousarray(phi))
     try:
         parts = heldout_rdd.mapPartitions(
-            _score_partition(bc, float(alpha), max_iter, tol)
+            _score_partition(bc, _alpha_arg(alpha), max_iter, tol)
         ).collect()
     finally:
         bc.destroy()

@@ -18,15 +18,15 @@ from .kernels import foldin_block
 
 def transform_dataframe(
     phi: np.ndarray,
-    alpha: float,
+    alpha: float | np.ndarray,
     df,
     features_col: str = "features",
     output_col: str = "topicDistribution",
     max_iter: int = 100,
 ):
     """``df`` with a vector column ``output_col`` of each document's θ under topics
-    ``phi`` (V, K, columns summing to one) and prior ``alpha``, computed on the
-    executors.
+    ``phi`` (V, K, columns summing to one) and prior ``alpha`` (a number, or the
+    K-vector of a learned α), computed on the executors.
 
     The columns are checked here, and the vectors' size against the model's
     vocabulary: the size the column's ML attribute declares (``CountVectorizer``
@@ -49,7 +49,8 @@ def transform_dataframe(
             f"vocabulary has {v} terms."
         )
     phi_bc = df.sparkSession.sparkContext.broadcast(np.ascontiguousarray(phi))
-    alpha = float(alpha)
+    alpha = np.asarray(alpha, dtype=np.float64)  # a number, or the K-vector of a learned α
+    alpha = float(alpha) if alpha.ndim == 0 else alpha
     pos = df.columns.index(features_col)
     what = f"column {features_col!r} (featuresCol)"
 

@@ -332,3 +332,27 @@ def test_seed_topics_have_one_form_that_survives_json():
     assert p.to_dict()["seed_topics"] == {"1": ["war", 3]}
     back = TrainParams(**json.loads(json.dumps(p.to_dict())))
     assert back.validate().to_dict() == p.validate().to_dict()
+
+
+def test_lda_params_map_onto_the_prior_fields():
+    from sparklda.ml import LDA
+
+    tp = LDA(
+        k=4,
+        optimizeDocConcentration=True,
+        optimizeTopicConcentration=True,
+        seedTopics={1: ["war"], 3: [7]},
+        seedConfidence=0.3,
+    )._train_params()
+    assert (tp.optimize_alpha, tp.optimize_eta, tp.seed_confidence) == (True, True, 0.3)
+    assert tp.to_dict()["seed_topics"] == {"1": ["war"], "3": [7]}
+    assert LDA()._train_params().seed_topics == {}
+    lda = LDA(k=4, seedTopics={4: ["war"]})
+    with pytest.raises(ParamError, match="'seedTopics' parameter of LDA .*outside the k=4"):
+        lda._train_params()
+    with pytest.raises(ParamError, match="'seedConfidence'"):
+        LDA(seedTopics={0: ["war"]}, seedConfidence=-1.0)._train_params()
+    with pytest.raises(ParamError, match="'seedTopics' parameter of LDA is supported by"):
+        LDA(algorithm="svb", seedTopics={0: ["war"]})._train_params()
+    with pytest.raises(TypeError, match="seedTopics must be a dict"):
+        LDA(seedTopics=["war"])

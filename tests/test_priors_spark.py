@@ -146,7 +146,11 @@ def test_learned_eta_moves_towards_the_data_from_either_side(learned):
 # --------------------------------------------------------------------------
 # Seeded topics on KOS
 
-SEEDS = {0: ["iraq", "war", "troops"], 1: ["dean", "edwards", "clark"], 2: ["senate", "race", "governor"]}
+SEEDS = {
+    0: ["iraq", "war", "troops"],
+    1: ["dean", "edwards", "clark"],
+    2: ["senate", "race", "governor"],
+}
 SEED_SETTINGS = {
     "scvb0": dict(passes=3, minibatch_size=1000),
     "cvb0": dict(passes=15, minibatch_size=4000),

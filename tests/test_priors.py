@@ -356,3 +356,38 @@ def test_lda_params_map_onto_the_prior_fields():
         LDA(algorithm="svb", seedTopics={0: ["war"]})._train_params()
     with pytest.raises(TypeError, match="seedTopics must be a dict"):
         LDA(seedTopics=["war"])
+
+
+@pytest.mark.parametrize("algorithm", ["scvb0", "cvb0", "svb"])
+def test_learned_priors_are_part_of_the_checkpointed_driver_state(algorithm):
+    from types import SimpleNamespace
+
+    from sparklda.modes import MODES
+
+    corpus = SimpleNamespace(
+        vocab=list(_Corpus.vocab),
+        vocab_size=6,
+        n_train_tokens=1200,
+        n_train_docs=40,
+        n_train_pairs=100,
+        n_slices=2,
+        parts_per_slice=1,
+        slice_docs=[20, 20],
+        slice_tokens=[600, 600],
+    )
+    p = TrainParams(algorithm=algorithm, k=3, optimize_alpha=True, optimize_eta=True)
+    mode = MODES[algorithm](corpus, p)
+    mode.alpha = np.array([0.5, 0.2, 0.05])
+    mode.eta = 0.03
+    if algorithm == "cvb0":
+        mode._set_stats(np.ones((6, 3)))  # what the initial statistics set
+    state = mode.state()
+    fresh = MODES[algorithm](corpus, p)
+    fresh.restore(state)
+    np.testing.assert_array_equal(fresh.alpha, mode.alpha)
+    assert fresh.eta == 0.03
+    # checkpoints written before learned priors keep the given ones
+    old = {k: v for k, v in state.items() if k not in ("alpha", "eta")}
+    older = MODES[algorithm](corpus, p)
+    older.restore(old)
+    np.testing.assert_array_equal(older.alpha, np.full(3, p.alpha))

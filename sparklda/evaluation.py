@@ -74,6 +74,12 @@ def _score_blocks(phi_all, blocks, alpha, max_iter, tol):
     return total, tokens, docs
 
 
+def _alpha_arg(alpha):
+    """α as the fold-in kernel takes it: a float, or a float64 K-vector."""
+    a = np.asarray(alpha, dtype=np.float64)
+    return float(a) if a.ndim == 0 else a
+
+
 def completion_loglik(
     heldout_rdd, phi: np.ndarray, alpha: float, max_iter: int = 100, tol: float = 1e-4
 ) -> HeldoutScore:
@@ -85,8 +91,8 @@ def completion_loglik(
     phi : array (V, K)
         φ̂ with columns summing to one (column k is topic k's distribution
         over the vocabulary); float32 or float64.
-    alpha : float
-        The document-topic prior α used for fold-in.
+    alpha : float or float array (K,)
+        The document-topic prior α used for fold-in (a K-vector when learned).
     """
     phi = np.asarray(phi)
     if phi.ndim != 2 or not np.all(np.isfinite(phi)) or (phi < 0).any():
@@ -95,7 +101,7 @@ def completion_loglik(
     bc = sc.broadcast(np.ascontiguousarray(phi))
     try:
         parts = heldout_rdd.mapPartitions(
-            _score_partition(bc, float(alpha), max_iter, tol)
+            _score_partition(bc, _alpha_arg(alpha), max_iter, tol)
         ).collect()
     finally:
         bc.destroy()
@@ -111,7 +117,7 @@ def completion_loglik_df(
     df,
     features_col: str,
     phi: np.ndarray,
-    alpha: float,
+    alpha,
     seed: int,
     max_iter: int = 100,
     tol: float = 1e-4,
@@ -133,7 +139,7 @@ def completion_loglik_df(
         raise ValueError("phi must be a finite non-negative (V, K) matrix")
     v = phi.shape[0]
     what = what or f"column {features_col!r}"
-    alpha = float(alpha)
+    alpha = _alpha_arg(alpha)
     numbered = with_row_positions(df.select(F.col(features_col).alias("_vec")), "_doc")
 
     def score(batches):

@@ -62,15 +62,16 @@ def topic_value(spark, phi: np.ndarray):
 
 def transform_dataframe(
     phi: np.ndarray,
-    alpha: float,
+    alpha: float | np.ndarray,
     df,
     features_col: str = "features",
     output_col: str = "topicDistribution",
     max_iter: int = 100,
 ):
     """``df`` with a vector column ``output_col`` of each document's θ under topics
-    ``phi`` (V, K, columns summing to one) and prior ``alpha``, computed on the
-    executors; works in a classic session and under Spark Connect.
+    ``phi`` (V, K, columns summing to one) and prior ``alpha`` (a number, or the
+    K-vector of a learned α), computed on the executors; works in a classic session
+    and under Spark Connect.
 
     The columns are checked here, and the vectors' size against the model's
     vocabulary: the size the column's ML attribute declares (``CountVectorizer``
@@ -92,7 +93,8 @@ def transform_dataframe(
             f"vocabulary has {v} terms."
         )
     get_phi, _ = topic_value(df.sparkSession, phi)
-    alpha = float(alpha)
+    alpha = np.asarray(alpha, dtype=np.float64)  # a number, or the K-vector of a learned α
+    alpha = float(alpha) if alpha.ndim == 0 else alpha
     what = f"column {features_col!r} (featuresCol)"
 
     def run(batches):

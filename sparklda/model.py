@@ -21,9 +21,10 @@ from .stats import normalize_topics
 from .storage import CommittedDir, SparkFiles
 
 FORMAT = "sparklda.TopicModel"
-#: 2: committed versions written through Spark (sparklda.storage); 1: metadata.json and
-#: topics.parquet written with pyarrow (still read).
-FORMAT_VERSION = 2
+#: 3: α may be a list (a learned asymmetric α); 2: committed versions written through Spark
+#: (sparklda.storage); 1: metadata.json and topics.parquet written with pyarrow. A model
+#: with a symmetric α is still written as format 2 (α a number), which older sparklda reads.
+FORMAT_VERSION = 3
 #: The format-1 files, read by load and removed by the next save.
 LEGACY_FILES = ("metadata.json", "topics.parquet")
 
@@ -33,14 +34,23 @@ class TopicModel:
 
     The point estimate of the topics is φ̂_kw = (N^Φ_wk + η) / (N^Z_k + Wη)
     with N^Z = Σ_w N^Φ_w (Eq. 12-style, Foulds et al. 2013); SVB's λ is
-    stored as λ − η so the same formula gives λ / Σλ.
+    stored as λ − η so the same formula gives λ / Σλ. ``alpha`` is kept as a
+    K-vector (float64): a number given is repeated, a learned α is asymmetric.
     """
 
-    def __init__(self, topic_word, alpha: float, eta: float, vocab=None, metadata=None):
+    def __init__(self, topic_word, alpha, eta: float, vocab=None, metadata=None):
         self.topic_word = np.asarray(topic_word, dtype=np.float64)
         if self.topic_word.ndim != 2:
             raise ValueError("topic_word must be a (vocabulary size, k) matrix")
-        self.alpha = float(alpha)
+        a = np.asarray(alpha, dtype=np.float64)
+        if a.ndim == 0:
+            a = np.full(self.topic_word.shape[1], float(a))
+        if a.shape != (self.topic_word.shape[1],):
+            raise ValueError(
+                f"alpha must be a number or a vector of k={self.topic_word.shape[1]} values, "
+                f"got shape {a.shape}"
+            )
+        self.alpha = a
         self.eta = float(eta)
         self.vocab = list(vocab) if vocab is not None else None
         if self.vocab is not None and len(self.vocab) != self.vocab_size:
@@ -56,6 +66,15 @@ class TopicModel:
     @property
     def vocab_size(self) -> int:
         return self.topic_word.shape[0]
+
+    @property
+    def symmetric_alpha(self) -> bool:
+        """Whether every topic has the same α."""
+        return bool(np.all(self.alpha == self.alpha[0]))
+
+    def _alpha_arg(self):
+        """α for fold-in: the number when symmetric, else the K-vector."""
+        return float(self.alpha[0]) if self.symmetric_alpha else self.alpha
 
     def topics_matrix(self) -> np.ndarray:
         """φ̂ as a (V, K) matrix whose column k is topic k's distribution over terms."""
@@ -93,7 +112,7 @@ class TopicModel:
     # -- uses on Spark ---------------------------------------------------
     def evaluate(self, heldout_rdd, max_iter: int = 100):
         """Held-out document-completion score (:mod:`sparklda.evaluation`)."""
-        return completion_loglik(heldout_rdd, self.topics_matrix(), self.alpha, max_iter)
+        return completion_loglik(heldout_rdd, self.topics_matrix(), self._alpha_arg(), max_iter)
 
     def transform(
         self,
@@ -110,7 +129,7 @@ class TopicModel:
         uniform vector 1/K (the prior mean).
         """
         return transform_dataframe(
-            self.topics_matrix(), self.alpha, df, features_col, output_col, max_iter
+            self.topics_matrix(), self._alpha_arg(), df, features_col, output_col, max_iter
         )
 
     # -- persistence -----------------------------------------------------
@@ -120,10 +139,10 @@ class TopicModel:
 
         return {
             "format": FORMAT,
-            "format_version": FORMAT_VERSION,
+            "format_version": 2 if self.symmetric_alpha else FORMAT_VERSION,
             "k": self.k,
             "vocab_size": self.vocab_size,
-            "alpha": self.alpha,
+            "alpha": self._alpha_arg() if self.symmetric_alpha else self.alpha.tolist(),
             "eta": self.eta,
             "has_vocab": self.vocab is not None,
             "sparklda_version": __version__,
@@ -142,9 +161,9 @@ class TopicModel:
                 f"non-finite values (first: term {w}, topic {k}); training "
                 f"diverged and the model is not saved."
             )
-        if not (np.isfinite(self.alpha) and np.isfinite(self.eta)):
+        if not (np.all(np.isfinite(self.alpha)) and np.isfinite(self.eta)):
             raise SparkLDAError(
-                f"The model's priors are not finite (alpha={self.alpha}, "
+                f"The model's priors are not finite (alpha={self.alpha.tolist()}, "
                 f"eta={self.eta}); the model is not saved."
             )
 

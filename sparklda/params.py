@@ -101,9 +101,28 @@ class TrainParams:
     checkpoint_seconds: float = 0.0
     #: Keep the last checkpoint after training succeeds (pyspark's keepLastCheckpoint).
     keep_checkpoint: bool = True
+    #: Learn an asymmetric α (a K-vector) from the data, starting at ``alpha``
+    #: (pyspark: optimizeDocConcentration; docs/architecture.md, "Learned priors").
+    optimize_alpha: bool = False
+    #: Learn a symmetric η from the topic-word statistics, starting at ``eta``.
+    optimize_eta: bool = False
+    #: Seeded topics: topic -> seed words (terms, or term ids); their (topic, word) pairs get
+    #: extra pseudo-counts (docs/architecture.md, "Seeded topics"). SCVB0 and CVB0 only.
+    seed_topics: dict[str, list[Any]] = field(default_factory=dict)
+    #: Strength of the seeds: the fraction of a seeded topic's expected tokens (C/K) added
+    #: as pseudo-counts, shared evenly by its seed words.
+    seed_confidence: float = 0.1
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as a dict, ``seed_topics`` in the form it reads back from JSON
+        (topic numbers as str keys, lists of words)."""
+        out = asdict(self)
+        if isinstance(self.seed_topics, Mapping):
+            out["seed_topics"] = {
+                _seed_key(t): [_seed_word(w) for w in ws] if isinstance(ws, (list, tuple)) else ws
+                for t, ws in self.seed_topics.items()
+            }
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainParams:
@@ -114,7 +133,7 @@ class TrainParams:
 
     def validate(self) -> TrainParams:
         """Check every field with :func:`validate_params`; raise ParamError, else return self."""
-        _check_values(self.to_dict(), "LDA", {})
+        _check_values(asdict(self), "LDA", {})
         return self
 
 
@@ -156,6 +175,8 @@ class Constraint:
         """Whether ``value`` has the right type and lies in the range (or is special)."""
         if self.type is bool:
             return isinstance(value, (bool, np.bool_))
+        if self.type is dict:
+            return seed_topics_problem(value) is None
         if self.type is str:
             return isinstance(value, str) and (self.options is None or value in self.options)
         if isinstance(value, (bool, np.bool_)):
@@ -184,6 +205,8 @@ class Constraint:
         """What the parameter must be, e.g. ``an int in the range [2, inf)``."""
         if self.type is bool:
             text = "a bool (True or False)"
+        elif self.type is dict:
+            text = "a mapping {topic: [words]} (topic numbers >= 0, words as str or term ids)"
         elif self.type is str:
             text = f"one of {list(self.options)}" if self.options else "a str"
         else:
@@ -203,6 +226,37 @@ class Constraint:
         )
 
 
+def _seed_key(t: Any) -> Any:
+    if isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)):
+        return str(int(t))
+    return t
+
+
+def _seed_word(w: Any) -> Any:
+    return int(w) if isinstance(w, np.integer) else w
+
+
+def seed_topics_problem(value: Any, k: int | None = None) -> str | None:
+    """Why ``value`` is not a valid ``seed_topics`` (None if it is): a mapping from topic
+    numbers (ints, or their decimal strings as a config file gives them) in [0, k) to
+    non-empty lists of words (str) or term ids (ints >= 0)."""
+    if not isinstance(value, Mapping):
+        return "must be a mapping {topic: [words]}"
+    for t, words in value.items():
+        key = _seed_key(t)
+        if not (isinstance(key, str) and key.isdigit()):
+            return f"has topic {t!r}, not a topic number"
+        if k is not None and int(key) >= k:
+            return f"has topic {int(key)}, outside the k={k} topics 0..{k - 1}"
+        if not isinstance(words, (list, tuple)) or not words:
+            return f"gives topic {t!r} {words!r}, not a non-empty list of words"
+        for w in words:
+            ok_id = isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_))
+            if not (isinstance(w, str) or (ok_id and w >= 0)):
+                return f"gives topic {t!r} the word {w!r}, not a term (str) or term id (int >= 0)"
+    return None
+
+
 def _num(x: Any) -> str:
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e16:
         return str(int(x))
@@ -210,6 +264,7 @@ def _num(x: Any) -> str:
 
 
 _SCVB0, _SVB, _CVB = ("scvb0",), ("svb",), ("cvb0", "cvb")
+_SEEDED = ("scvb0", "cvb0")
 
 #: Every field of :class:`TrainParams`, in field order.
 CONSTRAINTS: tuple[Constraint, ...] = (
@@ -344,6 +399,27 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         doc="Also checkpoint after this many seconds since the last one (0: rounds only).",
     ),
     Constraint("keep_checkpoint", bool, doc="Keep the last checkpoint after success."),
+    Constraint(
+        "optimize_alpha",
+        bool,
+        doc="Learn an asymmetric α (a K-vector) from the documents' topic statistics.",
+    ),
+    Constraint("optimize_eta", bool, doc="Learn a symmetric η from the topic-word statistics."),
+    Constraint(
+        "seed_topics",
+        dict,
+        algorithms=_SEEDED,
+        doc="Seeded topics {topic: [words or term ids]} (SCVB0, CVB0).",
+    ),
+    Constraint(
+        "seed_confidence",
+        float,
+        0,
+        MAX_PRIOR,
+        algorithms=_SEEDED,
+        doc="Fraction of a seeded topic's expected tokens added to its seed words as "
+        "pseudo-counts.",
+    ),
 )
 
 #: name -> :class:`Constraint`.
@@ -429,6 +505,7 @@ def _refuse_unknown(mapping: Mapping[str, Any], owner: str) -> None:
 def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
     for c in CONSTRAINTS:
         check_param(c, values[c.name], owner, aliases.get(c.name))
+    _check_seeds(values, owner, aliases)
     for s in FIRST_STEPS:
         if values["algorithm"] != s.algorithm or not s.applies(values):
             continue
@@ -443,6 +520,23 @@ def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, s
                 f"The first step {s.formula.format(**shown)} of {owner} must be at "
                 f"most 1. Got {first:.4g} from {given} instead."
             )
+
+
+def _check_seeds(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
+    """Seeded topics: topics below k, and only for the algorithms that support them."""
+    seeds = values["seed_topics"]
+    if not seeds:
+        return
+    name = aliases.get("seed_topics", "seed_topics")
+    if values["algorithm"] not in _SEEDED:
+        raise ParamError(
+            f"The {name!r} parameter of {owner} is supported by the {list(_SEEDED)} "
+            f"algorithms only; the {values['algorithm']!r} algorithm does not take seeded "
+            f"topics."
+        )
+    problem = seed_topics_problem(seeds, values["k"])
+    if problem is not None:
+        raise ParamError(f"The {name!r} parameter of {owner} {problem}. Got {seeds!r} instead.")
 
 
 _DEFAULTS = TrainParams().to_dict()

@@ -136,8 +136,8 @@ def train(
 
     def evaluate(t, elapsed):
         t_eval = time.perf_counter()
-        phi = normalize_topics(mode.topic_word(), params.eta)
-        score = executor.score(phi, params.alpha, params.foldin_max_iter)
+        phi = normalize_topics(mode.topic_word(), mode.eta)
+        score = executor.score(phi, mode.alpha, params.foldin_max_iter)
         if score is None:
             return None
         row = {
@@ -248,7 +248,7 @@ def train(
             "params": params.to_dict(),
             "corpus": corpus.report,
         }
-        model = TopicModel(mode.topic_word(), params.alpha, params.eta, corpus.vocab, meta)
+        model = TopicModel(mode.topic_word(), mode.alpha, mode.eta, corpus.vocab, meta)
         result.model = model
         if rounds_done > 0:
             ev = evaluate(rounds_done - 1, train_seconds)

@@ -11,6 +11,12 @@ import math
 import numpy as np
 
 
+def alpha_list(alpha, n_topics):
+    """α as K floats: a number repeated, or a K-vector's elements."""
+    a = np.asarray(alpha, dtype=np.float64)
+    return [float(a)] * n_topics if a.ndim == 0 else [float(x) for x in a]
+
+
 def scvb0_block(
     indptr,
     local,
@@ -22,16 +28,19 @@ def scvb0_block(
     s_theta=1.0,
     tau_theta=10.0,
     kappa_theta=0.9,
+    return_theta=False,
 ):
     """Algorithm 2 of Foulds et al. (2013) for a block of documents, clumped.
 
-    Eq. 5: γ_k = φ_norm[w, k] (N^Θ_jk + α), normalised.
+    Eq. 5: γ_k = φ_norm[w, k] (N^Θ_jk + α_k), normalised (α a number or a K-vector).
     Eq. 9: N^Θ_j = (1 − ρ)^m N^Θ_j + C_j γ (1 − (1 − ρ)^m), ρ = s/(τ + t)^κ.
-    Last pass: N̂^Φ_w += m γ.
+    Last pass: N̂^Φ_w += m γ. With ``return_theta``: (N̂^Φ, each document's final N^Θ_j).
     """
     n_docs = len(indptr) - 1
     n_topics = phi_norm.shape[1]
+    alpha = alpha_list(alpha, n_topics)
     nhat = np.zeros((phi_norm.shape[0], n_topics), dtype=np.float64)
+    theta_out = np.zeros((n_docs, n_topics))
     for j in range(n_docs):
         pairs = range(indptr[j], indptr[j + 1])
         if len(pairs) == 0:
@@ -42,7 +51,7 @@ def scvb0_block(
         for sweep in range(burnin + 1):
             for p in pairs:
                 w, m = local[p], float(counts[p])
-                gamma = [float(phi_norm[w, k]) * (ntheta[k] + alpha) for k in range(n_topics)]
+                gamma = [float(phi_norm[w, k]) * (ntheta[k] + alpha[k]) for k in range(n_topics)]
                 z = sum(gamma)
                 gamma = [g / z for g in gamma]
                 rho = s_theta / (tau_theta + t) ** kappa_theta
@@ -54,7 +63,8 @@ def scvb0_block(
                     for k in range(n_topics):
                         nhat[w, k] += m * gamma[k]
                 t += m
-    return nhat
+        theta_out[j] = ntheta
+    return (nhat, theta_out) if return_theta else nhat
 
 
 def scvb0_unclumped_doc(
@@ -94,9 +104,11 @@ def scvb0_unclumped_doc(
 
 
 def foldin_block(indptr, local, counts, phi, alpha, max_iter=100, tol=1e-4):
-    """EM fixed point for θ_j with φ̂ fixed; θ = (N^Θ + α)/(C_j + Kα)."""
+    """EM fixed point for θ_j with φ̂ fixed; θ = (N^Θ + α)/(C_j + α0), α0 = Σ_k α_k."""
     n_docs = len(indptr) - 1
     n_topics = phi.shape[1]
+    alpha = alpha_list(alpha, n_topics)
+    alpha0 = sum(alpha)
     theta = np.zeros((n_docs, n_topics))
     for j in range(n_docs):
         pairs = list(range(indptr[j], indptr[j + 1]))
@@ -106,7 +118,7 @@ def foldin_block(indptr, local, counts, phi, alpha, max_iter=100, tol=1e-4):
             for _ in range(max_iter):
                 new = [0.0] * n_topics
                 for p in pairs:
-                    r = [float(phi[local[p], k]) * (ntheta[k] + alpha) for k in range(n_topics)]
+                    r = [float(phi[local[p], k]) * (ntheta[k] + alpha[k]) for k in range(n_topics)]
                     z = sum(r)
                     for k in range(n_topics):
                         new[k] += float(counts[p]) * r[k] / z
@@ -114,7 +126,7 @@ def foldin_block(indptr, local, counts, phi, alpha, max_iter=100, tol=1e-4):
                 ntheta = new
                 if change <= tol * c_j:
                     break
-        theta[j] = [(x + alpha) / (c_j + n_topics * alpha) for x in ntheta]
+        theta[j] = [(x + a) / (c_j + alpha0) for x, a in zip(ntheta, alpha, strict=True)]
     return theta
 
 

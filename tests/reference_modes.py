@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import digamma
+from scipy.special import digamma, polygamma
+
+from .reference import alpha_list
 
 
 def _pairs(indptr, j):
@@ -66,6 +68,7 @@ def _cvb_sweep(
     arithmetic when the broadcast includes the block's own contributions).
     """
     n_pairs, n_topics = gamma.shape
+    alphas = alpha_list(alpha, n_topics)
     g0 = [[float(gamma[p, k]) for k in range(n_topics)] for p in range(n_pairs)]
     g = [row[:] for row in g0]
     m = [float(c) for c in counts]
@@ -96,7 +99,7 @@ def _cvb_sweep(
                 )
                 n_theta, n_phi, n_z = max(n_theta, 0.0), max(n_phi, 0.0), max(n_z, 0.0)
                 # Eq. 3 / first line of Eq. 18
-                w = (n_phi + eta) / (n_z + w_eta) * (n_theta + alpha)
+                w = (n_phi + eta) / (n_z + w_eta) * (n_theta + alphas[k])
                 if second_order:
                     v_theta = sum(var(q, k, g) for q in doc if q != p)
                     v_phi = (
@@ -112,7 +115,7 @@ def _cvb_sweep(
                     v_theta, v_phi, v_z = max(v_theta, 0.0), max(v_phi, 0.0), max(v_z, 0.0)
                     # second line of Eq. 18 (from Eq. 17 applied to each log term of Eq. 15)
                     w *= math.exp(
-                        -v_theta / (2.0 * (n_theta + alpha) ** 2)
+                        -v_theta / (2.0 * (n_theta + alphas[k]) ** 2)
                         - v_phi / (2.0 * (n_phi + eta) ** 2)
                         + v_z / (2.0 * (n_z + w_eta) ** 2)
                     )
@@ -173,6 +176,7 @@ def svb_estep_block(indptr, local, counts, exp_elogbeta, alpha, gamma_init, max_
     """
     n_docs = len(indptr) - 1
     n_topics = exp_elogbeta.shape[1]
+    alphas = alpha_list(alpha, n_topics)
     gamma = np.zeros((n_docs, n_topics))
     sstats = np.zeros((exp_elogbeta.shape[0], n_topics))
 
@@ -189,12 +193,12 @@ def svb_estep_block(indptr, local, counts, exp_elogbeta, alpha, gamma_init, max_
     for d in range(n_docs):
         doc = _pairs(indptr, d)
         if not doc:
-            gamma[d] = alpha
+            gamma[d] = alphas
             continue
         g = [float(x) for x in gamma_init[d]]
         et = exp_elogtheta(g)
         for _ in range(max_iter):
-            new = [alpha] * n_topics
+            new = list(alphas)
             for p in doc:
                 r = phi(p, et)
                 for k in range(n_topics):
@@ -254,3 +258,77 @@ def cvb_exact_pair_gamma(indptr, local, counts, gamma, p, alpha, eta, w_eta):
     top = max(logits)
     w = [math.exp(x - top) for x in logits]
     return np.array([x / sum(w) for x in w])
+
+
+# --------------------------------------------------------------------------
+# Learned priors (sparklda.kernels.priors)
+
+
+def doc_prior_stats(ntheta, alpha):
+    """Minka's statistics: num_k = Σ_d ψ(N_dk + α_k) − ψ(α_k), den = Σ_d ψ(N_d + α0) − ψ(α0)."""
+    n_topics = len(ntheta[0])
+    a = alpha_list(alpha, n_topics)
+    a0 = sum(a)
+    num = [0.0] * n_topics
+    den = 0.0
+    for row in ntheta:
+        n_d = sum(float(x) for x in row)
+        for k in range(n_topics):
+            num[k] += float(digamma(float(row[k]) + a[k])) - float(digamma(a[k]))
+        den += float(digamma(n_d + a0)) - float(digamma(a0))
+    return np.array(num), den
+
+
+def elog_theta_offsets(gamma, alpha):
+    """Σ_d [ψ(γ_dk) − ψ(Σγ_d)] − [ψ(α_k) − ψ(α0)]."""
+    n_topics = len(gamma[0])
+    a = alpha_list(alpha, n_topics)
+    prior = dirichlet_expectation(a)
+    out = [0.0] * n_topics
+    for row in gamma:
+        e = dirichlet_expectation(row)
+        for k in range(n_topics):
+            out[k] += e[k] - prior[k]
+    return np.array(out)
+
+
+def trigamma(x):
+    return float(polygamma(1, x))
+
+
+def minka_alpha_step(alpha, num, den):
+    """α_k · num_k / den (Minka 2000, Eq. 55), clipped to [1e-6, 1e4]."""
+    return np.array([min(max(a * n / den, 1e-6), 1e4) for a, n in zip(alpha, num, strict=True)])
+
+
+def hoffman_alpha_step(alpha, g, rho):
+    """Newton step of gensim's ``update_dir_prior`` (N = 1): α + ρ · (−(g − b)/q)."""
+    q = [-trigamma(a) for a in alpha]
+    c = trigamma(sum(alpha))
+    b = sum(gk / qk for gk, qk in zip(g, q, strict=True)) / (1.0 / c + sum(1.0 / qk for qk in q))
+    new = [a - rho * (gk - b) / qk for a, gk, qk in zip(alpha, g, q, strict=True)]
+    if min(new) <= 0:
+        return np.array(alpha, dtype=float)
+    return np.array([min(max(x, 1e-6), 1e4) for x in new])
+
+
+def minka_eta(topic_word, eta, max_iter=100, tol=1e-6):
+    """Symmetric η by Minka's fixed point on (V, K) topic-word statistics."""
+    v, k = topic_word.shape
+    for _ in range(max_iter):
+        num = sum(
+            float(digamma(max(float(topic_word[w, j]), 0.0) + eta)) - float(digamma(eta))
+            for w in range(v)
+            for j in range(k)
+        )
+        den = sum(
+            float(digamma(sum(max(float(topic_word[w, j]), 0.0) for w in range(v)) + v * eta))
+            - float(digamma(v * eta))
+            for j in range(k)
+        )
+        new = min(max(eta * num / (v * den), 1e-6), 1e4)
+        done = abs(new - eta) <= tol * eta
+        eta = new
+        if done:
+            break
+    return eta

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 from .lanes import lane_sum
+from .priors import alpha_vector
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -29,7 +30,7 @@ def _cvb_block(
     nz: NDArray[np.floating[Any]],
     var_phi: NDArray[np.floating[Any]],
     var_z: NDArray[np.floating[Any]],
-    alpha: np.floating[Any],
+    alpha: NDArray[np.floating[Any]],
     eta: np.floating[Any],
     w_eta: np.floating[Any],
     second_order: bool,
@@ -47,7 +48,7 @@ def _cvb_block(
     # start at the broadcast values and follow this block's own changes.
     n_docs = indptr.shape[0] - 1
     n_topics = gamma.shape[1]
-    zero = alpha - alpha
+    zero = eta - eta
     one = zero + 1
     two = one + one
     # Bit-determinism (docs/architecture.md): no fast-math, so every loop over
@@ -90,7 +91,7 @@ def _cvb_block(
                     g = gamma[p, k]
                     mg = m * g
                     mv = mg * (one - g)
-                    a = max(ntheta[k] - mg, zero) + alpha
+                    a = max(ntheta[k] - mg, zero) + alpha[k]
                     b = max(nphi[u, k] - mg, zero) + eta
                     c = max(nz[k] - mg, zero) + w_eta
                     base[k] = a * b / c
@@ -111,7 +112,7 @@ def _cvb_block(
                     x = (
                         (max(nphi[u, k] - mg, zero) + eta)
                         / (max(nz[k] - mg, zero) + w_eta)
-                        * (max(ntheta[k] - mg, zero) + alpha)
+                        * (max(ntheta[k] - mg, zero) + alpha[k])
                     )
                     base[k] = x
             inv = one / lane_sum(base, n_topics)
@@ -154,7 +155,7 @@ def cvb0_block(
     gamma: NDArray[np.floating[Any]],
     nphi: NDArray[np.floating[Any]],
     nz: NDArray[np.floating[Any]],
-    alpha: float,
+    alpha: float | NDArray[np.floating[Any]],
     eta: float,
     w_eta: float,
     second_order: bool = False,
@@ -213,8 +214,11 @@ def cvb0_block(
         iteration (not modified).
     nz : float array (K,)
         N^Z as broadcast (not modified).
-    alpha, eta : float
-        α and η, the symmetric Dirichlet priors.
+    alpha : float or float array (K,)
+        α, the document-topic prior: a number (symmetric) or a K-vector (a
+        learned asymmetric α; equal values give the bits of the number).
+    eta : float
+        η, the symmetric topic-word prior.
     w_eta : float
         W·η, with W the full vocabulary size (not U).
     second_order : bool
@@ -317,7 +321,7 @@ def cvb0_block(
         nz_work,
         var_phi_work,
         var_z_work,
-        cast(alpha),
+        alpha_vector(alpha, n_topics, dtype),
         cast(eta),
         cast(w_eta),
         second_order,

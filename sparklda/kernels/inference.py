@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 from .lanes import lane_dot
+from .priors import alpha_vector
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -23,14 +24,15 @@ def _foldin_block(
     local: NDArray[np.int32],
     counts: NDArray[np.floating[Any]],
     phi: NDArray[np.floating[Any]],
-    alpha: np.floating[Any],
+    alpha: NDArray[np.floating[Any]],
+    alpha_sum: float,
     max_iter: int,
     tol: np.floating[Any],
     theta: NDArray[np.floating[Any]],
 ) -> NDArray[np.floating[Any]]:
     n_docs = indptr.shape[0] - 1
     n_topics = phi.shape[1]
-    zero = alpha - alpha
+    zero = tol - tol
     # Bit-deterministic (docs/architecture.md): no fast-math, so the loops over
     # topics round the same on LLVM's vectorised and scalar paths, and each
     # normaliser is summed by lanes.lane_dot in a fixed order.
@@ -49,7 +51,7 @@ def _foldin_block(
             for _ in range(max_iter):
                 for k in range(n_topics):
                     new[k] = zero
-                    shifted[k] = ntheta[k] + alpha
+                    shifted[k] = ntheta[k] + alpha[k]
                 for p in range(start, end):
                     # γ ∝ φ̂[u] ⊙ (N^Θ_j + α); its sum is the normaliser
                     row = phi[local[p]]
@@ -64,9 +66,9 @@ def _foldin_block(
                     ntheta[k] = new[k]
                 if change <= tol * c_j:
                     break
-        denom = c_j + n_topics * alpha
+        denom = c_j + alpha_sum
         for k in range(n_topics):
-            theta[j, k] = (ntheta[k] + alpha) / denom
+            theta[j, k] = (ntheta[k] + alpha[k]) / denom
     return theta
 
 
@@ -75,7 +77,7 @@ def foldin_block(
     local: NDArray[np.integer[Any]],
     counts: NDArray[np.floating[Any]],
     phi: NDArray[np.floating[Any]],
-    alpha: float,
+    alpha: float | NDArray[np.floating[Any]],
     max_iter: int = 100,
     tol: float = 1e-4,
 ) -> NDArray[np.floating[Any]]:
@@ -84,19 +86,19 @@ def foldin_block(
     Fixed-point (EM) iterations on the document statistics N^Θ_j, the SCVB0
     document update with φ̂ fixed and ρ^Θ = 1:
 
-    * γ_pk ∝ φ̂[u_p, k] · (N^Θ_jk + α)
+    * γ_pk ∝ φ̂[u_p, k] · (N^Θ_jk + α_k)
     * N^Θ_j ← Σ_p m_p γ_p, until Σ_k |ΔN^Θ_jk| ≤ tol · C_j or ``max_iter``
-    * θ_j = (N^Θ_j + α) / (C_j + Kα)
+    * θ_j = (N^Θ_j + α) / (C_j + α0), α0 = Σ_k α_k (Kα for a symmetric α)
 
-    Documents with no tokens get θ = 1/K (the prior mean).
+    Documents with no tokens get θ = α/α0 (the prior mean: 1/K for a symmetric α).
 
     Parameters
     ----------
     indptr, local, counts : CSR block (see :func:`sparklda.kernels.scvb0_block`).
     phi : float array (U, K)
         φ̂_kw for the block's distinct terms (rows are terms).
-    alpha : float
-        α.
+    alpha : float or float array (K,)
+        α: a number (symmetric) or a K-vector (a learned asymmetric α).
 
     Returns
     -------
@@ -104,13 +106,21 @@ def foldin_block(
     """
     dtype = phi.dtype
     cast = dtype.type
-    theta = np.empty((len(indptr) - 1, phi.shape[1]), dtype=dtype)
+    n_topics = phi.shape[1]
+    theta = np.empty((len(indptr) - 1, n_topics), dtype=dtype)
+    alphas = alpha_vector(alpha, n_topics, dtype)
+    if n_topics and np.all(alphas == alphas[0]):
+        # K·α, as for a symmetric α (a float64 product of the cast α)
+        alpha_sum = float(n_topics) * float(alphas[0])
+    else:
+        alpha_sum = float(alphas.astype(np.float64).sum())
     return _foldin_block(
         np.ascontiguousarray(indptr, dtype=np.int64),
         np.ascontiguousarray(local, dtype=np.int32),
         np.ascontiguousarray(counts, dtype=dtype),
         np.ascontiguousarray(phi),
-        cast(alpha),
+        alphas,
+        alpha_sum,
         int(max_iter),
         cast(tol),
         theta,

@@ -220,16 +220,20 @@ def _lane_dot(typingctx: Any, a: Any, b: Any, n: Any) -> tuple[Any, _Codegen] | 
 def _lane_gamma(
     typingctx: Any, out: Any, phi: Any, ntheta: Any, alpha: Any, n: Any
 ) -> tuple[Any, _Codegen] | None:
-    """``out[k] = phi[k] · (ntheta[k] + alpha)`` for k < n (each operation
+    """``out[k] = phi[k] · (ntheta[k] + alpha[k])`` for k < n (each operation
     rounded), and returns Σ out[0:n] in the fixed order of the module
     docstring: the unnormalised γ of a (document, term) pair and its sum, in
-    one pass. ``out`` must not overlap ``phi`` or ``ntheta`` (step 4 of the
-    order computes and stores the last N elements again, to the same bits)."""
+    one pass. ``alpha`` is a scalar (the same for every k) or a vector of the
+    same dtype (an asymmetric prior); a vector of equal values gives the bits
+    of the scalar. ``out`` must not overlap ``phi``, ``ntheta`` or ``alpha``
+    (step 4 of the order computes and stores the last N elements again, to
+    the same bits)."""
     if not all(_float_vector(t) for t in (out, phi, ntheta)):
         return None
     if not (out.dtype == phi.dtype == ntheta.dtype and isinstance(n, types.Integer)):
         return None
-    if not isinstance(alpha, types.Float):
+    vector_alpha = _float_vector(alpha) and alpha.dtype == out.dtype
+    if not (vector_alpha or isinstance(alpha, types.Float)):
         return None
 
     def codegen(
@@ -238,18 +242,26 @@ def _lane_gamma(
         xo, xp, xn = (
             _Elements(context, builder, t, v) for t, v in zip(sig.args[:3], args[:3], strict=True)
         )
-        # alpha broadcast once, before the loops
-        alphas = {w: _splat(builder, args[3], w) for w in (*_lane_counts(context, xo.fty), 1)}
+        if vector_alpha:
+            xa = _Elements(context, builder, sig.args[3], args[3])
+            alpha_at = xa.load
+        else:
+            # alpha broadcast once, before the loops
+            alphas = {w: _splat(builder, args[3], w) for w in (*_lane_counts(context, xo.fty), 1)}
+
+            def alpha_at(index: ir.Value, width: int) -> ir.Value:
+                return alphas[width]
 
         def term(index: ir.Value, width: int) -> ir.Value:
-            shifted = builder.fadd(xn.load(index, width), alphas[width])
+            shifted = builder.fadd(xn.load(index, width), alpha_at(index, width))
             g = builder.fmul(xp.load(index, width), shifted)
             xo.store(g, index, width)
             return g
 
         return _emit_lane_sum(context, builder, xo.fty, args[4], term)
 
-    return out.dtype(out, phi, ntheta, out.dtype, types.intp), codegen
+    alpha_type = alpha if vector_alpha else out.dtype
+    return out.dtype(out, phi, ntheta, alpha_type, types.intp), codegen
 
 
 # The public names are the numba intrinsics, typed for the kernels that call
@@ -265,6 +277,6 @@ lane_dot = cast(
     intrinsic(_lane_dot),
 )
 lane_gamma = cast(
-    "Callable[[_Vector, _Vector, _Vector, np.floating[Any], int], np.floating[Any]]",
+    "Callable[[_Vector, _Vector, _Vector, np.floating[Any] | _Vector, int], np.floating[Any]]",
     intrinsic(_lane_gamma),
 )

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 from .lanes import lane_gamma
+from .priors import alpha_vector
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -23,7 +24,7 @@ def _scvb0_block(
     counts: NDArray[np.floating[Any]],
     phi_norm: NDArray[np.floating[Any]],
     theta_init: NDArray[np.floating[Any]],
-    alpha: np.floating[Any],
+    alpha: NDArray[np.floating[Any]],
     burnin: int,
     s_theta: np.floating[Any],
     tau_theta: np.floating[Any],
@@ -31,8 +32,13 @@ def _scvb0_block(
     rho_tab: NDArray[np.floating[Any]],
     log1m_tab: NDArray[np.floating[Any]],
     nhat: NDArray[np.floating[Any]],
+    theta_out: NDArray[np.floating[Any]],
 ) -> NDArray[np.floating[Any]]:
     """The compiled body of :func:`scvb0_block`.
+
+    ``alpha`` is the K-vector of the prior (equal values for a symmetric one:
+    the same bits as a scalar). When ``theta_out`` has rows, each document's
+    final N^Θ_j is stored in its row.
 
     ``rho_tab[t]`` and ``log1m_tab[t]`` = log(1 − rho_tab[t]) are the step
     sizes at integer token positions t (built by :func:`_step_tables`); an
@@ -49,8 +55,9 @@ def _scvb0_block(
     """
     n_docs = indptr.shape[0] - 1
     n_topics = phi_norm.shape[1]
-    zero = alpha - alpha
-    one = zero + np.float32(1)  # of alpha's type (a bare 1 would promote float32 to float64)
+    zero = s_theta - s_theta
+    one = zero + np.float32(1)  # of the dtype (a bare 1 would promote float32 to float64)
+    keep_theta = theta_out.shape[0] > 0
     use_tab = rho_tab.shape[0] > 0
     ntheta = np.empty(n_topics, dtype=phi_norm.dtype)
     gamma = np.empty(n_topics, dtype=phi_norm.dtype)
@@ -97,6 +104,9 @@ def _scvb0_block(
                 else:
                     for k in range(n_topics):
                         ntheta[k] = decay * ntheta[k] + a * gamma[k]
+        if keep_theta:
+            for k in range(n_topics):
+                theta_out[j, k] = ntheta[k]
     return nhat
 
 
@@ -130,11 +140,12 @@ def scvb0_block(
     counts: NDArray[np.floating[Any]],
     phi_norm: NDArray[np.floating[Any]],
     theta_init: NDArray[np.floating[Any]],
-    alpha: float,
+    alpha: float | NDArray[np.floating[Any]],
     burnin: int = 1,
     s_theta: float = 1.0,
     tau_theta: float = 10.0,
     kappa_theta: float = 0.9,
+    theta_out: NDArray[np.floating[Any]] | None = None,
 ) -> NDArray[np.floating[Any]]:
     """Run SCVB0's burn-in and accumulating passes over a block of documents.
 
@@ -142,7 +153,7 @@ def scvb0_block(
     ``burnin`` passes update N^Θ_j only, then a last pass updates N^Θ_j and
     accumulates m·γ into the block's N̂^Φ rows:
 
-    * γ_jk ∝ φ_norm[u, k] · (N^Θ_jk + α)                 (Eq. 5, normalised)
+    * γ_jk ∝ φ_norm[u, k] · (N^Θ_jk + α_k)               (Eq. 5, normalised)
     * N^Θ_j ← (1−ρ)^m N^Θ_j + C_j γ (1 − (1−ρ)^m)          (Eq. 6 with Eq. 9)
     * ρ = s_θ / (τ_θ + t)^κ_θ, t the tokens of document j seen so far
       (counted across passes, advanced by m after each clump)
@@ -161,12 +172,17 @@ def scvb0_block(
         is constant within a round, computed once per round.
     theta_init : float array (D, K)
         Initial N^Θ_j of each document (the "randomly initialize N^Θ").
-    alpha : float
-        α, the document-topic prior.
+    alpha : float or float array (K,)
+        α, the document-topic prior: a number (symmetric) or a K-vector
+        (asymmetric, a learned α); a vector of equal values gives the same
+        bits as the number.
     burnin : int
         Burn-in passes before the accumulating pass.
     s_theta, tau_theta, kappa_theta : float
         ρ^Θ schedule s/(τ+t)^κ (paper: 1, 10, 0.9).
+    theta_out : float array (D, K), optional
+        Filled with each document's final N^Θ_j (the statistics a learned α
+        needs, :mod:`sparklda.kernels.priors`); its dtype must be ``phi_norm``'s.
 
     Returns
     -------
@@ -186,13 +202,21 @@ def scvb0_block(
         indptr64, counts, int(burnin), float(s_theta), float(tau_theta), float(kappa_theta), dtype
     )
     nhat = np.zeros(phi_norm.shape, dtype=dtype)
+    n_topics = phi_norm.shape[1]
+    if theta_out is None:
+        theta_out = np.zeros((0, n_topics), dtype=dtype)
+    elif theta_out.shape != (len(indptr64) - 1, n_topics) or theta_out.dtype != dtype:
+        raise ValueError(
+            f"scvb0_block: 'theta_out' must be a {dtype} array of shape "
+            f"({len(indptr64) - 1}, {n_topics}), got {theta_out.dtype} {theta_out.shape}."
+        )
     return _scvb0_block(
         indptr64,
         np.ascontiguousarray(local, dtype=np.int32),
         counts,
         phi_norm,
         np.ascontiguousarray(theta_init, dtype=dtype),
-        cast(alpha),
+        alpha_vector(alpha, n_topics, dtype),
         int(burnin),
         cast(s_theta),
         cast(tau_theta),
@@ -200,6 +224,7 @@ def scvb0_block(
         rho_tab,
         log1m_tab,
         nhat,
+        theta_out,
     )
 
 

@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 from .lanes import lane_dot
+from .priors import alpha_vector
 from .special import digamma
 
 
@@ -40,7 +41,7 @@ def _svb_estep_block(
     local: NDArray[np.int32],
     counts: NDArray[np.floating[Any]],
     expelogbeta: NDArray[np.floating[Any]],
-    alpha: np.floating[Any],
+    alpha: NDArray[np.floating[Any]],
     gamma: NDArray[np.floating[Any]],
     max_iter: int,
     tol: np.floating[Any],
@@ -54,7 +55,7 @@ def _svb_estep_block(
     # order; the other sums over topics run in index order.
     n_docs = indptr.shape[0] - 1
     n_topics = expelogbeta.shape[1]
-    zero = alpha - alpha
+    zero = tol - tol
     etheta = np.empty(n_topics, dtype=expelogbeta.dtype)
     acc = np.empty(n_topics, dtype=expelogbeta.dtype)
     for j in range(n_docs):
@@ -62,7 +63,7 @@ def _svb_estep_block(
         end = indptr[j + 1]
         if start == end:
             for k in range(n_topics):
-                gamma[j, k] = alpha
+                gamma[j, k] = alpha[k]
             continue
         _exp_dirichlet_expectation(gamma, j, etheta)
         for _ in range(max_iter):
@@ -76,7 +77,7 @@ def _svb_estep_block(
                     acc[k] += w * expelogbeta[u, k]
             change = zero
             for k in range(n_topics):
-                g = alpha + etheta[k] * acc[k]
+                g = alpha[k] + etheta[k] * acc[k]
                 change += abs(g - gamma[j, k])
                 gamma[j, k] = g
             _exp_dirichlet_expectation(gamma, j, etheta)
@@ -96,7 +97,7 @@ def svb_estep_block(
     local: NDArray[np.integer[Any]],
     counts: NDArray[np.floating[Any]],
     exp_elogbeta: NDArray[np.floating[Any]],
-    alpha: float,
+    alpha: float | NDArray[np.floating[Any]],
     gamma_init: NDArray[np.floating[Any]],
     max_iter: int = 100,
     tol: float = 1e-3,
@@ -133,8 +134,9 @@ def svb_estep_block(
     exp_elogbeta : float32 or float64 array (U, K)
         exp(E_q[log β_kw]) = exp(ψ(λ_kw) − ψ(Σ_w' λ_kw')) for the block's
         terms (rows are terms). Its dtype sets the dtype of the computation.
-    alpha : float
-        α, the symmetric document-topic prior.
+    alpha : float or float array (K,)
+        α, the document-topic prior: a number (symmetric) or a K-vector (a
+        learned asymmetric α; equal values give the bits of the number).
     gamma_init : float array (D, K)
         Initial γ of each document (Hoffman draws Gamma(100, 1/100)); not
         modified.
@@ -183,7 +185,7 @@ def svb_estep_block(
         np.ascontiguousarray(local, dtype=np.int32),
         np.ascontiguousarray(counts, dtype=dtype),
         exp_elogbeta,
-        cast(alpha),
+        alpha_vector(alpha, exp_elogbeta.shape[1], dtype),
         gamma,
         int(max_iter),
         cast(tol),

@@ -67,6 +67,9 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         learningDecay=0.51,
         subsamplingRate=0.05,
         optimizeDocConcentration=False,
+        optimizeTopicConcentration=False,
+        seedTopics=None,
+        seedConfidence=_TP.seed_confidence,
         docConcentration=None,
         topicConcentration=None,
         topicDistributionCol="topicDistribution",
@@ -99,6 +102,9 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         learningDecay=0.51,
         subsamplingRate=0.05,
         optimizeDocConcentration=False,
+        optimizeTopicConcentration=False,
+        seedTopics=None,
+        seedConfidence=_TP.seed_confidence,
         docConcentration=None,
         topicConcentration=None,
         topicDistributionCol="topicDistribution",
@@ -160,6 +166,18 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setOptimizeDocConcentration(self, value):
         """Set :py:attr:`optimizeDocConcentration`."""
         return self._set(optimizeDocConcentration=value)
+
+    def setOptimizeTopicConcentration(self, value):
+        """Set :py:attr:`optimizeTopicConcentration`."""
+        return self._set(optimizeTopicConcentration=value)
+
+    def setSeedTopics(self, value):
+        """Set :py:attr:`seedTopics`."""
+        return self._set(seedTopics=value)
+
+    def setSeedConfidence(self, value):
+        """Set :py:attr:`seedConfidence`."""
+        return self._set(seedConfidence=value)
 
     def setDocConcentration(self, value):
         """Set :py:attr:`docConcentration`."""

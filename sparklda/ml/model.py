@@ -109,10 +109,11 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         return DenseMatrix(phi.shape[0], phi.shape[1], phi.ravel(order="F"))
 
     def estimatedDocConcentration(self):
-        """α for each of the K topics (fixed during training, so the given or default value)."""
+        """α for each of the K topics: the learned α with optimizeDocConcentration, else the
+        given or default value."""
         from pyspark.ml.linalg import DenseVector
 
-        return DenseVector(np.full(self.topicModel.k, self.topicModel.alpha))
+        return DenseVector(np.array(self.topicModel.alpha, dtype=np.float64))
 
     def describeTopics(self, maxTermsPerTopic: int = 10):
         """A DataFrame of each topic's top terms: ``topic``, ``termIndices``,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
+from collections.abc import Mapping
 from dataclasses import replace
 
 from pyspark.ml.base import Model
@@ -63,6 +63,10 @@ TRAIN_PARAM_NAMES = {
     "timeBudget": "time_budget",
     "checkpointDir": "checkpoint_dir",
     "keepLastCheckpoint": "keep_checkpoint",
+    "optimizeDocConcentration": "optimize_alpha",
+    "optimizeTopicConcentration": "optimize_eta",
+    "seedTopics": "seed_topics",
+    "seedConfidence": "seed_confidence",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -112,6 +116,15 @@ def _to_concentration_list(value):
     if TypeConverters._is_numeric(value):
         return [float(value)]
     return TypeConverters.toListFloat(value)
+
+
+def _to_seed_topics(value):
+    """seedTopics: a mapping {topic: [words or term ids]} (checked at fit)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"seedTopics must be a dict {{topic: [words]}}; got {value!r}.")
+    return dict(value)
 
 
 def _to_initial_model(value):
@@ -169,9 +182,31 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     optimizeDocConcentration = Param(
         Params._dummy(),
         "optimizeDocConcentration",
-        "Accepted for compatibility with pyspark; sparklda keeps α fixed (a warning is issued "
-        "when this is True).",
+        "Learn an asymmetric α (one value per topic) from the data during training, starting "
+        "at docConcentration: Minka's fixed point (SCVB0 as an online step, CVB0 and CVB once "
+        "per iteration) or Hoffman's Newton step (SVB). estimatedDocConcentration() returns it.",
         typeConverter=TypeConverters.toBoolean,
+    )
+    optimizeTopicConcentration = Param(
+        Params._dummy(),
+        "optimizeTopicConcentration",
+        "Learn a symmetric η from the topic-word statistics (Minka's fixed point, once a pass), "
+        "starting at topicConcentration.",
+        typeConverter=TypeConverters.toBoolean,
+    )
+    seedTopics = Param(
+        Params._dummy(),
+        "seedTopics",
+        "Seeded topics {topic: [words]} (words as terms of 'vocabulary', or term ids): each "
+        "seed word gets extra pseudo-counts in its topic (SCVB0 and CVB0 only).",
+        typeConverter=_to_seed_topics,
+    )
+    seedConfidence = Param(
+        Params._dummy(),
+        "seedConfidence",
+        "Strength of seedTopics: the fraction of a seeded topic's expected tokens added to its "
+        "seed words as pseudo-counts, shared evenly. >= 0.",
+        typeConverter=TypeConverters.toFloat,
     )
     docConcentration = Param(
         Params._dummy(),
@@ -284,6 +319,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             learningDecay=0.51,
             subsamplingRate=0.05,
             optimizeDocConcentration=False,
+            optimizeTopicConcentration=False,
+            seedTopics={},
+            seedConfidence=_TP.seed_confidence,
             docConcentration=None,
             topicConcentration=None,
             topicDistributionCol="topicDistribution",
@@ -319,6 +357,15 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getOptimizeDocConcentration(self) -> bool:
         return self.getOrDefault(self.optimizeDocConcentration)
+
+    def getOptimizeTopicConcentration(self) -> bool:
+        return self.getOrDefault(self.optimizeTopicConcentration)
+
+    def getSeedTopics(self) -> dict:
+        return self.getOrDefault(self.seedTopics)
+
+    def getSeedConfidence(self) -> float:
+        return self.getOrDefault(self.seedConfidence)
 
     def getDocConcentration(self):
         return self.getOrDefault(self.docConcentration)
@@ -431,13 +478,6 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             raise ParamError(
                 "The 'subsamplingRate' and 'minibatchSize' parameters of LDA both "
                 "set the documents per round; set only one."
-            )
-        if self.getOptimizeDocConcentration():
-            warnings.warn(
-                "optimizeDocConcentration=True is not supported by sparklda: α stays "
-                "fixed at docConcentration.",
-                UserWarning,
-                stacklevel=3,
             )
         algorithm, chosen_by = self._algorithm()
         values = {"algorithm": algorithm, "foldin_max_iter": FOLDIN_MAX_ITER}

@@ -30,6 +30,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import ParamError
+from ..kernels.priors import minka_eta
 from ..kernels.random import Stream
 from ..params import TrainParams
 from ..stats import TopicStats
@@ -63,6 +65,12 @@ class Mode:
         self.dtype = np.dtype(params.dtype)
         self.tokens_seen = 0.0
         self.docs_seen = 0
+        #: α (a K-vector, float64) and η as they stand: the given priors, or the learned
+        #: ones with ``optimize_alpha`` / ``optimize_eta`` (docs/architecture.md, "Learned priors").
+        self.alpha = np.full(params.k, float(params.alpha))
+        self.eta = float(params.eta)
+        #: seeded topics: the seeded terms (sorted) and their (S, K) extra pseudo-counts
+        self.seed_terms, self.seed_rows = seed_boost(params, corpus)
 
     # -- the round plan -------------------------------------------------
     @property
@@ -121,15 +129,143 @@ class Mode:
         """Take the merged statistics of the initial states."""
         raise NotImplementedError
 
+    # -- priors -----------------------------------------------------------
+    @property
+    def seeded(self) -> bool:
+        return len(self.seed_terms) > 0
+
+    def seed_totals(self) -> np.ndarray:
+        """Σ_w of the seeds' pseudo-counts per topic (what the denominators N^Z + Wη get)."""
+        return self.seed_rows.sum(axis=0)
+
+    def with_seeds(self, topic_word: np.ndarray) -> np.ndarray:
+        """``topic_word`` (V, K) plus the seeds' pseudo-counts (a copy when seeded)."""
+        if not self.seeded:
+            return topic_word
+        out = np.array(topic_word, dtype=np.float64, copy=True)
+        out[self.seed_terms] += self.seed_rows
+        return out
+
+    def learn_eta(self, topic_word: np.ndarray) -> None:
+        """With ``optimize_eta``: η from Minka's fixed point on the statistics ``topic_word``."""
+        if self.params.optimize_eta:
+            self.eta = minka_eta(topic_word, self.eta)
+
+    def prior_report(self) -> dict[str, Any]:
+        """What a round record shows of learned priors."""
+        out: dict[str, Any] = {}
+        if self.params.optimize_alpha:
+            out["alpha_sum"] = float(self.alpha.sum())
+        if self.params.optimize_eta:
+            out["eta"] = self.eta
+        return out
+
     # -- checkpoints -------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """The driver state the next round depends on: numpy arrays and JSON scalars
         (nested dicts of them allowed). :meth:`restore` of it continues bit for bit."""
-        return {"tokens_seen": self.tokens_seen, "docs_seen": self.docs_seen}
+        return {
+            "tokens_seen": self.tokens_seen,
+            "docs_seen": self.docs_seen,
+            "alpha": self.alpha,
+            "eta": self.eta,
+        }
 
     def restore(self, state: dict[str, Any]) -> None:
         self.tokens_seen = float(state["tokens_seen"])
         self.docs_seen = int(state["docs_seen"])
+        if "alpha" in state:  # checkpoints written before learned priors have none
+            self.alpha = np.array(state["alpha"], dtype=np.float64).reshape(self.params.k)
+            self.eta = float(state["eta"])
 
     def report(self) -> dict:
         return {}
+
+
+# --------------------------------------------------------------------------
+# Per-block statistics beside the rows, and seeded topics
+
+
+def with_extras(rows: np.ndarray, extras: np.ndarray) -> np.ndarray:
+    """``rows`` (U, W) with ``len(extras)`` more columns, float64: ``extras`` in the first
+    row, zeros below. A block's small additive statistics (a learned prior's) travel
+    this way beside its topic-word rows, so every executor merges them with the rows
+    (a float64 sum in partition order) and the column sums of the merged extra columns
+    are their totals (:func:`split_extras`). A block with no terms has no row to carry
+    them; its documents are empty and add nothing to those statistics."""
+    out = np.zeros((rows.shape[0], rows.shape[1] + len(extras)), dtype=np.float64)
+    out[:, : rows.shape[1]] = rows
+    if rows.shape[0]:
+        out[0, rows.shape[1] :] = extras
+    return out
+
+
+def split_extras(rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the first ``width`` columns, the column sums of the others) of merged rows."""
+    return np.ascontiguousarray(rows[:, :width]), rows[:, width:].sum(axis=0)
+
+
+def seed_boost(params: TrainParams, corpus) -> tuple[np.ndarray, np.ndarray]:
+    """The seeded topics' pseudo-counts as sparse rows: (sorted term ids (S,), (S, K)).
+
+    Seed word w of topic k gets b_wk = c · (C/K) / n_k: ``seed_confidence`` c of the
+    topic's expected tokens C/K (C the training tokens), shared evenly by its n_k seed
+    words (docs/architecture.md, "Seeded topics"). Words given as str are looked up in
+    the corpus's vocabulary; ints are term ids. Raises ParamError naming unknown words.
+    """
+    k = params.k
+    seeds = params.seed_topics or {}
+    if not seeds:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, k), dtype=np.float64)
+    vocab = getattr(corpus, "vocab", None)
+    v = int(corpus.vocab_size)
+    index = {w: i for i, w in enumerate(vocab)} if vocab is not None else None
+    per_topic = params.seed_confidence * float(corpus.n_train_tokens) / k
+    cells: dict[tuple[int, int], float] = {}
+    unknown: list = []
+    for topic, words in seeds.items():
+        t = int(topic)
+        ids = []
+        for w in words:
+            if isinstance(w, str):
+                if index is None:
+                    raise ParamError(
+                        f"The 'seed_topics' parameter gives topic {t} the word {w!r}, but the "
+                        f"corpus has no vocabulary: give term ids (ints) instead."
+                    )
+                if w not in index:
+                    unknown.append(w)
+                    continue
+                ids.append(index[w])
+            else:
+                if int(w) >= v:
+                    unknown.append(int(w))
+                    continue
+                ids.append(int(w))
+        ids = sorted(set(ids))
+        for i in ids:
+            cells[(i, t)] = cells.get((i, t), 0.0) + per_topic / len(ids)
+    if unknown:
+        raise ParamError(
+            f"The 'seed_topics' parameter names words outside the corpus's vocabulary of "
+            f"{v} terms: {unknown!r}."
+        )
+    terms = np.array(sorted({w for w, _ in cells}), dtype=np.int64)
+    rows = np.zeros((len(terms), k), dtype=np.float64)
+    pos = {w: i for i, w in enumerate(terms.tolist())}
+    for (w, t), b in cells.items():
+        rows[pos[w], t] += b
+    return terms, rows
+
+
+def add_seed_rows(
+    rows: np.ndarray, block_terms: np.ndarray, seed_terms: np.ndarray, seed_rows: np.ndarray
+) -> None:
+    """``rows[i] += seed_rows[j]`` where ``block_terms[i] == seed_terms[j]`` (in place;
+    both term lists sorted): the seeds' pseudo-counts of a block's seeded terms."""
+    if not len(seed_terms) or not len(block_terms):
+        return
+    pos = np.minimum(np.searchsorted(seed_terms, block_terms), len(seed_terms) - 1)
+    hit = seed_terms[pos] == block_terms
+    if hit.any():
+        rows[hit] += seed_rows[pos[hit]].astype(rows.dtype)

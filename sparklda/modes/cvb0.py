@@ -59,9 +59,10 @@ import scipy.sparse
 
 from ..block import DocBlock
 from ..kernels import cvb0_block, cvb0_init_gamma, uniform_matrix
+from ..kernels.priors import doc_prior_stats, minka_alpha_step
 from ..kernels.random import Stream
 from ..stats import normalize_topics
-from .base import Mode
+from .base import Mode, split_extras, with_extras
 
 log = logging.getLogger("sparklda.modes.cvb0")
 
@@ -139,12 +140,29 @@ def pair_sums(block: DocBlock, values: np.ndarray) -> np.ndarray:
     return np.asarray(m @ np.asarray(values, dtype=np.float64))
 
 
-def statistics_fn(second_order):
-    """Full Σ m·γ (and Σ m·γ(1−γ) for CVB, as extra columns) by term, per block."""
+def doc_sums(block: DocBlock, values: np.ndarray) -> np.ndarray:
+    """Σ_p m_p · values_p by the block's documents, float64 (D, width): N^Θ from γ."""
+    nnz = block.nnz
+    docs = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
+    m = scipy.sparse.csr_matrix(
+        (block.counts.astype(np.float64), (docs, np.arange(nnz))), shape=(block.n_docs, nnz)
+    )
+    return np.asarray(m @ np.asarray(values, dtype=np.float64))
+
+
+def statistics_fn(second_order, alpha=None):
+    """Full Σ m·γ (and Σ m·γ(1−γ) for CVB, as extra columns) by term, per block; with
+    ``alpha`` (the K-vector α, when it is learned) also Minka's statistics of the block's
+    documents (:func:`sparklda.kernels.priors.doc_prior_stats` on N^Θ = Σ m·γ per
+    document) as K + 1 more columns (:func:`sparklda.modes.base.with_extras`)."""
 
     def run(block, gamma):
         vals = np.hstack([gamma, gamma * (1 - gamma)]) if second_order else gamma
-        return pair_sums(block, vals)
+        rows = pair_sums(block, vals)
+        if alpha is None:
+            return rows
+        num, den = doc_prior_stats(doc_sums(block, gamma), alpha)
+        return with_extras(rows, np.append(num, den))
 
     return run
 
@@ -164,7 +182,6 @@ class CVB0(Mode):
         super().__init__(corpus, params, initial_topic_word)
         self.k = params.k
         self.v = corpus.vocab_size
-        self.w_eta = self.v * params.eta
         self.initial_topic_word = initial_topic_word
         self.gamma_bytes = int(corpus.n_train_pairs) * self.k * self.dtype.itemsize
         log.info(
@@ -193,13 +210,26 @@ class CVB0(Mode):
         return init_state_fn(self.params.seed, self.v, self.k, self.dtype)
 
     def statistics(self):
-        return statistics_fn(self.second_order)
+        return statistics_fn(
+            self.second_order, self.alpha.copy() if self.params.optimize_alpha else None
+        )
 
     def set_initial(self, stats):
-        self._set_stats(stats.to_dense(self.v).rows)
+        self._set_stats(self._stat_rows(stats)[0])
         self.initial_topic_word = None
 
+    @property
+    def w_eta(self) -> float:
+        return self.v * self.eta
+
     # -- per round -------------------------------------------------------
+    def _stat_rows(self, stats):
+        """(dense statistics rows, the extra columns' totals or None)."""
+        rows = stats.to_dense(self.v).rows
+        if not self.params.optimize_alpha:
+            return rows, None
+        return split_extras(rows, self.k * (2 if self.second_order else 1))
+
     def _set_stats(self, rows):
         k = self.k
         self.nphi = np.ascontiguousarray(rows[:, :k])
@@ -210,6 +240,12 @@ class CVB0(Mode):
 
     def round_value(self, t):
         d = self.dtype
+        if self.seeded:
+            # the seeds' pseudo-counts join N^Φ where the kernel reads it (N^Φ + η), and
+            # their totals join N^Z (the kernel's N^Z + Wη)
+            nphi = self.nphi.astype(d)
+            nphi[self.seed_terms] += self.seed_rows.astype(d)
+            return nphi, (self.nz + self.seed_totals()).astype(d), None, None
         if self.second_order:
             return (
                 self.nphi.astype(d),
@@ -220,12 +256,15 @@ class CVB0(Mode):
         return self.nphi.astype(d), self.nz.astype(d), None, None
 
     def kernel(self, t):
-        p = self.params
-        return sweep_kernel(p.alpha, p.eta, self.w_eta, self.second_order)
+        return sweep_kernel(self.alpha.copy(), self.eta, self.w_eta, self.second_order)
 
     def update(self, stats, t):
         old = self.nphi
-        self._set_stats(stats.to_dense(self.v).rows)
+        rows, extras = self._stat_rows(stats)
+        self._set_stats(rows)
+        if extras is not None:  # one step of Minka's fixed point per iteration
+            self.alpha = minka_alpha_step(self.alpha, extras[: self.k], float(extras[self.k]))
+        self.learn_eta(self.nphi)
         tokens = float(stats.extra.get("tokens", 0.0))
         self.tokens_seen += tokens
         self.docs_seen += int(stats.extra.get("docs", 0))
@@ -233,10 +272,11 @@ class CVB0(Mode):
         return {
             "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),
             "partitions": self.n_partitions,
+            **self.prior_report(),
         }
 
     def topic_word(self):
-        return self.nphi.copy()
+        return self.with_seeds(self.nphi.copy())
 
     def state(self):
         out = {**super().state(), "nphi": self.nphi}

@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
+from ..kernels.priors import doc_prior_stats, minka_alpha_step
 from ..kernels.random import Stream
 from ..kernels.scvb0 import add_scaled_rows
-from .base import Mode
+from .base import Mode, add_seed_rows, split_extras, with_extras
 
 #: Total mass of the random initial N^Φ as a fraction of the training tokens C.
 #: Algorithm 2 says "randomly initialize" and leaves the scale open. The online
@@ -47,14 +48,30 @@ def round_step(
     return float(-np.expm1(np.log1p(-np.minimum(rho_d, 1.0)).sum()))
 
 
-def scvb0_kernel(seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_theta):
+def scvb0_kernel(
+    seed,
+    pass_no,
+    alpha,
+    eta,
+    burnin,
+    s_theta,
+    tau_theta,
+    kappa_theta,
+    seeds=None,
+    learn_alpha=False,
+):
     """The per-block kernel call of a round (built from plain values).
 
     The round value is ``(terms, rows, scale, inv_nz)``: N^Φ/scale for the
     rows ``terms`` (sorted; None = every term, rows indexed by term id) in
-    the kernels' dtype, and 1/(N^Z + Wη). Each task forms its block's
-    (N^Φ_w + η)/(N^Z + Wη) rows itself, so the driver's work per round is
-    proportional to the rows the round touches, not to V·K.
+    the kernels' dtype, and 1/(N^Z + Wη + B) (B: the seeds' pseudo-counts per
+    topic). Each task forms its block's (N^Φ_w + η + b_w)/(N^Z + Wη + B)
+    rows itself (b_w: the seeds' pseudo-counts of a seeded term, ``seeds`` =
+    (sorted terms, rows)), so the driver's work per round is proportional to
+    the rows the round touches, not to V·K. ``alpha`` is the K-vector α
+    (float64). With ``learn_alpha`` the rows carry Minka's statistics of the
+    block's documents (:func:`sparklda.kernels.priors.doc_prior_stats` on
+    their final N^Θ) as K + 1 extra columns (:func:`sparklda.modes.base.with_extras`).
     """
 
     def run(value, block):
@@ -64,13 +81,16 @@ def scvb0_kernel(seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_th
         rows = rows_all[idx]
         rows *= dtype.type(scale)
         rows += dtype.type(eta)
+        if seeds is not None:
+            add_seed_rows(rows, block.terms, seeds[0], seeds[1])
         rows *= inv_nz
         k = rows.shape[1]
         theta0 = init_doc_stats(
             uniform_matrix(seed, Stream.DOC_INIT + pass_no, block.doc_ids, k, dtype),
             block.doc_lengths(),
         )
-        return scvb0_block(
+        theta_out = np.zeros((block.n_docs, k), dtype=dtype) if learn_alpha else None
+        nhat = scvb0_block(
             block.indptr,
             block.local,
             block.counts.astype(dtype, copy=False),
@@ -81,7 +101,12 @@ def scvb0_kernel(seed, pass_no, alpha, eta, burnin, s_theta, tau_theta, kappa_th
             s_theta,
             tau_theta,
             kappa_theta,
+            theta_out,
         )
+        if theta_out is None:
+            return nhat
+        num, den = doc_prior_stats(theta_out, alpha)
+        return with_extras(nhat, np.append(num, den))
 
     return run
 
@@ -103,12 +128,18 @@ class SCVB0(Mode):
         self.base_cast = base.astype(self.dtype)  # what is broadcast, kept in step with base
         self.scale = 1.0
         self.nz = base.sum(axis=0)
-        self.w_eta = v * params.eta
         # distinct terms of each minibatch slice, learned from its first round's statistics
         self.slice_terms: dict[int, np.ndarray] = {}
 
+    @property
+    def w_eta(self) -> float:
+        return self.corpus.vocab_size * self.eta
+
     def round_value(self, t):
-        inv_nz = (1.0 / (self.nz + self.w_eta)).astype(self.dtype)
+        denom = self.nz + self.w_eta
+        if self.seeded:
+            denom = denom + self.seed_totals()
+        inv_nz = (1.0 / denom).astype(self.dtype)
         terms = self.slice_terms.get(self.slice_of_round(t))
         rows = self.base_cast if terms is None else self.base_cast[terms]
         return terms, rows, self.scale, inv_nz
@@ -118,12 +149,14 @@ class SCVB0(Mode):
         return scvb0_kernel(
             p.seed,
             t // self.rounds_per_pass,
-            p.alpha,
-            p.eta,
+            self.alpha.copy(),
+            self.eta,
             p.burnin,
             p.s_theta,
             p.tau_theta,
             p.kappa_theta,
+            (self.seed_terms, self.seed_rows.astype(self.dtype)) if self.seeded else None,
+            bool(p.optimize_alpha),
         )
 
     def update(self, stats, t):
@@ -134,12 +167,18 @@ class SCVB0(Mode):
         rho = round_step(
             self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi, p.schedule_minibatch
         )
+        rows = stats.rows
+        if p.optimize_alpha:
+            rows, extras = split_extras(rows, p.k)
+            # Minka's fixed point on the round's documents, taken as an online step
+            target = minka_alpha_step(self.alpha, extras[: p.k], float(extras[p.k]))
+            self.alpha = (1.0 - rho) * self.alpha + rho * target
         if m_tokens > 0 and len(stats.terms):
             self.slice_terms.setdefault(s, stats.terms)
             factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
             self.scale *= 1.0 - rho
             totals = add_scaled_rows(
-                self.base, self.base_cast, stats.terms, stats.rows, factor / self.scale
+                self.base, self.base_cast, stats.terms, rows, factor / self.scale
             )
             self.nz = (1.0 - rho) * self.nz + factor * totals
             if self.scale < 1e-6:
@@ -148,10 +187,12 @@ class SCVB0(Mode):
                 self.scale = 1.0
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
-        return {"rho": rho, "slice": s, "docs": m_docs}
+        if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
+            self.learn_eta(self.base * self.scale)  # once a pass: V·K digammas
+        return {"rho": rho, "slice": s, "docs": m_docs, **self.prior_report()}
 
     def topic_word(self):
-        return self.base * self.scale
+        return self.with_seeds(self.base * self.scale)
 
     def state(self):
         return {

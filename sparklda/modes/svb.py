@@ -45,8 +45,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import dirichlet_expectation_2d, svb_estep_block, uniform_matrix
+from ..kernels.priors import elog_theta_offsets, hoffman_alpha_step
 from ..kernels.random import Stream
-from .base import Mode
+from .base import Mode, split_extras, with_extras
 
 #: Hoffman's initialisation of λ and of each document's γ: Gamma(shape, 1/shape).
 GAMMA_SHAPE = 100.0
@@ -89,16 +90,19 @@ def exp_dirichlet_expectation(lam: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(np.exp(elog).T, dtype=dtype)
 
 
-def svb_kernel(seed, pass_no, alpha, max_iter, tol):
+def svb_kernel(seed, pass_no, alpha, max_iter, tol, learn_alpha=False):
     """The per-block E-step of a round (built from plain values); the round
-    value is exp(E_q[log β]) (V, K) in the run's dtype."""
+    value is exp(E_q[log β]) (V, K) in the run's dtype. ``alpha`` is the K-vector
+    α; with ``learn_alpha`` the rows carry Σ_d E_q[log θ_d] − E_prior[log θ] of the
+    block's documents (:func:`sparklda.kernels.priors.elog_theta_offsets`) as K extra
+    columns (:func:`sparklda.modes.base.with_extras`)."""
 
     def run(expelogbeta, block):
         dtype = expelogbeta.dtype
         k = expelogbeta.shape[1]
         rows = expelogbeta[block.terms]
         gamma0 = gamma_draws(seed, Stream.DOC_GAMMA + pass_no, block.doc_ids, k, dtype)
-        _, sstats = svb_estep_block(
+        gamma, sstats = svb_estep_block(
             block.indptr,
             block.local,
             block.counts.astype(dtype, copy=False),
@@ -108,7 +112,9 @@ def svb_kernel(seed, pass_no, alpha, max_iter, tol):
             max_iter,
             tol,
         )
-        return sstats
+        if not learn_alpha:
+            return sstats
+        return with_extras(sstats, elog_theta_offsets(gamma, alpha))
 
     return run
 
@@ -156,22 +162,36 @@ class SVB(Mode):
 
     def kernel(self, t):
         p = self.params
-        return svb_kernel(p.seed, t // self.rounds_per_pass, p.alpha, p.estep_max_iter, p.estep_tol)
+        return svb_kernel(
+            p.seed,
+            t // self.rounds_per_pass,
+            self.alpha.copy(),
+            p.estep_max_iter,
+            p.estep_tol,
+            bool(p.optimize_alpha),
+        )
 
     def update(self, stats, t):
         p = self.params
         s_docs = self.round_docs(t)
         rho = self.step(t)
+        rows = stats.rows
+        if p.optimize_alpha:
+            rows, offsets = split_extras(rows, p.k)
+            if s_docs > 0:  # Hoffman's Newton step on the minibatch's E[log θ], scaled by ρ
+                self.alpha = hoffman_alpha_step(self.alpha, offsets / s_docs, rho)
         if s_docs > 0:
             scale = self.corpus.n_train_docs / s_docs  # D/|S|
             lam = self.lam
             lam *= 1.0 - rho
-            lam += rho * p.eta
-            lam[stats.terms] += (rho * scale) * stats.rows
+            lam += rho * self.eta
+            lam[stats.terms] += (rho * scale) * rows
         self.last_rho = rho
         self.docs_seen += s_docs
         self.tokens_seen += float(stats.extra.get("tokens", 0.0))
-        info = {"rho": rho, "docs": s_docs}
+        if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
+            self.learn_eta(self.topic_word())  # once a pass, on λ − η
+        info = {"rho": rho, "docs": s_docs, **self.prior_report()}
         if not self.batch:
             info["slice"] = self.slice_of_round(t)
         return info
@@ -186,7 +206,7 @@ class SVB(Mode):
 
     def topic_word(self):
         # λ − η, so that the model's (N^Φ + η)/Σ(N^Φ + η) is λ/Σλ
-        return np.maximum(self.lam - self.params.eta, 0.0)
+        return np.maximum(self.lam - self.eta, 0.0)
 
     def report(self):
         p = self.params

@@ -1,0 +1,231 @@
+"""Learned Dirichlet priors: the statistics and the steps (docs/architecture.md, "Learned priors").
+
+Pure functions over numpy arrays; no Spark, no I/O. The references written
+plainly from the formulas (with ``scipy.special``) are in
+``tests/reference_modes.py`` (``doc_prior_stats``, ``elog_theta_offsets``,
+``minka_alpha_step``, ``hoffman_alpha_step``, ``minka_eta``, ``trigamma``).
+
+Asymmetric α (a K-vector) by Minka's fixed point (Minka 2000, "Estimating a
+Dirichlet distribution", Eq. 55; Wallach 2008), on the documents' topic counts
+N_dk (N_d = Σ_k N_dk, α0 = Σ_k α_k):
+
+    α_k ← α_k · Σ_d [ψ(N_dk + α_k) − ψ(α_k)] / Σ_d [ψ(N_d + α0) − ψ(α0)]
+
+The two sums are the sufficient statistics (:func:`doc_prior_stats`), small
+and additive over documents, so they are computed per block on the executors
+and summed like the topic-word statistics. The ratio does not depend on how
+many documents were summed, so a minibatch's statistics give a step towards
+the same fixed point (SCVB0 takes it as an online step).
+
+Online VB (Hoffman, Blei & Bach 2010) learns α by a Newton step on the
+minibatch's E_q[log θ] (:func:`hoffman_alpha_step`, as gensim's
+``update_dir_prior``), whose statistics are Σ_d E_q[log θ_dk] minus the
+prior's E[log θ_k] (:func:`elog_theta_offsets`: documents with no tokens keep
+γ = α and add nothing).
+
+A symmetric η by the same fixed point on the topic-word statistics, with the
+V·K cells sharing one value (:func:`minka_eta`), on the driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from .config import JIT_OPTIONS
+from .special import digamma
+
+#: A learned prior stays in [MIN_PRIOR, MAX_PRIOR] (the range TrainParams accepts for α and η
+#: is (0, 1e4]; Minka's fixed point drives the α of an unused topic towards 0).
+MIN_PRIOR = 1e-6
+MAX_PRIOR = 1e4
+
+
+def alpha_vector(alpha: Any, k: int, dtype: Any) -> NDArray[np.floating[Any]]:
+    """α as a C-contiguous K-vector of ``dtype``: a number is repeated K times (the
+    bits of the number in every element), a vector must have K elements."""
+    a = np.asarray(alpha, dtype=np.float64)
+    if a.ndim == 0:
+        return np.full(k, a, dtype=dtype)
+    if a.shape != (k,):
+        raise ValueError(f"alpha must be a number or a vector of K={k} values, got {a.shape}.")
+    return np.ascontiguousarray(a.astype(dtype))
+
+
+@numba.njit(**JIT_OPTIONS)
+def _doc_prior_stats(
+    ntheta: NDArray[np.floating[Any]],
+    alpha: NDArray[np.float64],
+    num: NDArray[np.float64],
+) -> float:
+    n_docs, n_topics = ntheta.shape
+    alpha0 = 0.0
+    for k in range(n_topics):
+        alpha0 += alpha[k]
+    psi_a0 = digamma(alpha0)
+    den = 0.0
+    for j in range(n_docs):
+        n_j = 0.0
+        for k in range(n_topics):
+            n_j += np.float64(ntheta[j, k])
+        if n_j <= 0.0:
+            continue  # an empty document adds ψ(α) − ψ(α) = 0
+        for k in range(n_topics):
+            num[k] += digamma(np.float64(ntheta[j, k]) + alpha[k]) - digamma(alpha[k])
+        den += digamma(n_j + alpha0) - psi_a0
+    return den
+
+
+def doc_prior_stats(
+    ntheta: NDArray[np.floating[Any]], alpha: Any
+) -> tuple[NDArray[np.float64], float]:
+    """Minka's sufficient statistics of α from documents' topic counts.
+
+    Returns ``(num, den)``: num_k = Σ_d ψ(N_dk + α_k) − ψ(α_k) (float64, K)
+    and den = Σ_d ψ(N_d + α0) − ψ(α0), N_d = Σ_k N_dk, summed in float64 in
+    document order. ``ntheta`` is (D, K); ``alpha`` a number or a K-vector.
+    Equivalent to ``tests/reference_modes.py::doc_prior_stats``.
+    """
+    ntheta = np.ascontiguousarray(ntheta)
+    k = ntheta.shape[1]
+    a = np.asarray(alpha_vector(alpha, k, np.dtype(np.float64)), dtype=np.float64)
+    num = np.zeros(k, dtype=np.float64)
+    den = _doc_prior_stats(ntheta, a, num)
+    return num, float(den)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _elog_theta_offsets(
+    gamma: NDArray[np.floating[Any]], alpha: NDArray[np.float64], out: NDArray[np.float64]
+) -> None:
+    n_docs, n_topics = gamma.shape
+    alpha0 = 0.0
+    for k in range(n_topics):
+        alpha0 += alpha[k]
+    psi_a0 = digamma(alpha0)
+    for j in range(n_docs):
+        total = 0.0
+        for k in range(n_topics):
+            total += np.float64(gamma[j, k])
+        psi_total = digamma(total)
+        for k in range(n_topics):
+            out[k] += (digamma(np.float64(gamma[j, k])) - psi_total) - (digamma(alpha[k]) - psi_a0)
+
+
+def elog_theta_offsets(gamma: NDArray[np.floating[Any]], alpha: Any) -> NDArray[np.float64]:
+    """Σ_d (E_q[log θ_dk] − E_prior[log θ_k]) over the rows γ_d of ``gamma`` (D, K):
+    Σ_d [ψ(γ_dk) − ψ(Σγ_d)] − [ψ(α_k) − ψ(α0)], float64 (K,), in document order.
+
+    Divided by the number of documents it is the gradient of the minibatch's
+    ELBO in α per document (Hoffman et al. 2010; gensim's ``update_dir_prior``).
+    Equivalent to ``tests/reference_modes.py::elog_theta_offsets``.
+    """
+    gamma = np.ascontiguousarray(gamma)
+    k = gamma.shape[1]
+    out = np.zeros(k, dtype=np.float64)
+    a = np.asarray(alpha_vector(alpha, k, np.dtype(np.float64)), dtype=np.float64)
+    _elog_theta_offsets(gamma, a, out)
+    return out
+
+
+@numba.njit(**JIT_OPTIONS)
+def trigamma(x: float) -> float:
+    """ψ'(x) for x > 0, in float64: the recurrence ψ'(x) = ψ'(x + 1) + 1/x² until
+    x ≥ 6, then the asymptotic series 1/x + 1/(2x²) + Σ B_2n / x^(2n+1)
+    (Bernoulli numbers up to B_12). Equivalent to ``scipy.special.polygamma(1, x)``."""
+    x = np.float64(x)
+    if not x > 0.0:
+        return np.nan
+    result = 0.0
+    while x < 6.0:
+        result += 1.0 / (x * x)
+        x += 1.0
+    inv = 1.0 / x
+    inv2 = inv * inv
+    # 1/x + 1/(2x²) + 1/(6x³) − 1/(30x⁵) + 1/(42x⁷) − 1/(30x⁹) + 5/(66x¹¹) − 691/(2730x¹³)
+    tail = 5.0 / 66 - inv2 * (691.0 / 2730)
+    tail = 1.0 / 42 - inv2 * (1.0 / 30 - inv2 * tail)
+    tail = 1.0 / 6 - inv2 * (1.0 / 30 - inv2 * tail)
+    series = (1.0 + inv * (0.5 + inv * tail)) * inv
+    return result + series
+
+
+def _clip(alpha: NDArray[np.float64]) -> NDArray[np.float64]:
+    out: NDArray[np.float64] = np.clip(alpha, MIN_PRIOR, MAX_PRIOR)
+    return out
+
+
+def minka_alpha_step(alpha: Any, num: Any, den: float) -> NDArray[np.float64]:
+    """One step of Minka's fixed point: α_k · num_k / den (clipped to
+    [MIN_PRIOR, MAX_PRIOR]); α unchanged when ``den`` is not positive (no tokens)."""
+    a = np.asarray(alpha, dtype=np.float64)
+    if not den > 0.0:
+        return a.copy()
+    return _clip(a * np.asarray(num, dtype=np.float64) / den)
+
+
+def hoffman_alpha_step(alpha: Any, offsets_mean: Any, rho: float) -> NDArray[np.float64]:
+    """Online VB's α step (Hoffman et al. 2010; gensim's ``update_dir_prior``):
+    a Newton step on the minibatch's ELBO in α, scaled by ρ.
+
+    g = ``offsets_mean`` (the mean over the minibatch's documents of
+    E_q[log θ_d] − E_prior[log θ], :func:`elog_theta_offsets` / |S|); the
+    Hessian is diag(q) + c with q_k = −ψ'(α_k), c = ψ'(α0); then
+    b = Σ_k (g_k/q_k) / (1/c + Σ_k 1/q_k), Δ_k = −(g_k − b)/q_k and
+    α ← α + ρΔ when every element stays positive (α unchanged otherwise, as
+    gensim does), clipped to [MIN_PRIOR, MAX_PRIOR].
+    """
+    a = np.asarray(alpha, dtype=np.float64)
+    g = np.asarray(offsets_mean, dtype=np.float64)
+    q = -np.array([trigamma(float(x)) for x in a])
+    c = trigamma(float(a.sum()))
+    b = (g / q).sum() / (1.0 / c + (1.0 / q).sum())
+    new = a + rho * (-(g - b) / q)
+    if not np.all(new > 0.0) or not np.all(np.isfinite(new)):
+        return a.copy()
+    return _clip(new)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _eta_sums(topic_word: NDArray[np.float64], eta: float) -> tuple[float, float]:
+    v, k = topic_word.shape
+    psi_eta = digamma(eta)
+    num = 0.0
+    for w in range(v):
+        for j in range(k):
+            num += digamma(topic_word[w, j] + eta) - psi_eta
+    den = 0.0
+    psi_w = digamma(v * eta)
+    for j in range(k):
+        total = 0.0
+        for w in range(v):
+            total += topic_word[w, j]
+        den += digamma(total + v * eta) - psi_w
+    return num, den
+
+
+def minka_eta(topic_word: Any, eta: float, max_iter: int = 100, tol: float = 1e-6) -> float:
+    """A symmetric η fitted to topic-word statistics (V, K) by Minka's fixed point:
+
+        η ← η · Σ_k Σ_w [ψ(N_wk + η) − ψ(η)] / (V · Σ_k [ψ(N_k + Vη) − ψ(Vη)])
+
+    iterated from ``eta`` until the relative change is below ``tol`` or
+    ``max_iter`` steps, clipped to [MIN_PRIOR, MAX_PRIOR]. Negative statistics
+    (rounding) count as 0. Equivalent to ``tests/reference_modes.py::minka_eta``.
+    """
+    tw = np.ascontiguousarray(np.maximum(np.asarray(topic_word, dtype=np.float64), 0.0))
+    v = tw.shape[0]
+    eta = float(eta)
+    for _ in range(int(max_iter)):
+        num, den = _eta_sums(tw, eta)
+        if not den > 0.0:
+            break
+        new = min(max(eta * num / (v * den), MIN_PRIOR), MAX_PRIOR)
+        done = abs(new - eta) <= tol * eta
+        eta = new
+        if done:
+            break
+    return eta

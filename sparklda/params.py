@@ -89,6 +89,11 @@ class TrainParams:
     heldout_count: int = 0
     #: Partitions (tasks) per round; 0 = the cluster's default parallelism.
     parts_per_slice: int = 0
+    #: Where a round's partial statistics are merged: "executors" (by term shard, one
+    #: shuffle; the driver receives one copy of the merged rows), "driver" (every task's
+    #: partial reaches the driver) or "auto" (executors when a round has more than 8
+    #: tasks). The same model either way (docs/architecture.md).
+    combine: str = "auto"
     #: Fold-in iterations for evaluation and transform.
     foldin_max_iter: int = 100
     #: Checkpoint every n rounds (0: never): the driver state to ``checkpoint_dir`` when it
@@ -328,6 +333,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     ),
     Constraint("heldout_count", int, 0, doc="Documents held out of training (wins when > 0)."),
     Constraint("parts_per_slice", int, 0, doc="Tasks per round (0: default parallelism)."),
+    Constraint(
+        "combine",
+        str,
+        options=("auto", "executors", "driver"),
+        doc="Where a round's partial statistics are merged (the same model either way).",
+    ),
     Constraint("foldin_max_iter", int, 1, doc="Fold-in iterations of evaluation and transform."),
     Constraint(
         "checkpoint_interval",

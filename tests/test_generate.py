@@ -131,6 +131,7 @@ def parquet_source(spark, generated):
     )
 
 
+@pytest.mark.slow
 def test_scvb0_recovers_the_true_topics_from_the_parquet_output(spark, generated, parquet_source):
     """SCVB0 at K = K_true on 2,000 documents: each true topic is matched (one to one) by a
     learned topic nearer to it than any two true topics are to each other. (SCVB0 lands

@@ -114,7 +114,7 @@ def test_auto_combines_on_the_executors_above_the_threshold():
 PARTS = 12  # many tasks per round on a tiny corpus: the driver merge's worst case
 MODES = {
     "scvb0": dict(algorithm="scvb0", passes=2, minibatch_size=60),
-    "cvb0": dict(algorithm="cvb0", passes=2),
+    "cvb0": dict(algorithm="cvb0", passes=3, checkpoint_interval=1),  # lineage cut each round
     "cvb": dict(algorithm="cvb", passes=2),
     "svb": dict(algorithm="svb", passes=2, minibatch_size=60, learning_offset=1.0),
 }
@@ -135,6 +135,8 @@ def run(source, name, combine):
 def check_same_model(source, name):
     driver = run(source, name, "driver")
     executors = run(source, name, "executors")
+    if MODES[name].get("checkpoint_interval") == 1:
+        assert executors.report["mode"]["checkpoints"] >= 2
     np.testing.assert_array_equal(executors.model.topic_word, driver.model.topic_word)
     for d, e in zip(driver.rounds, executors.rounds, strict=True):
         assert d["combine"] == "driver" and e["combine"] == "executors"

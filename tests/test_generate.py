@@ -154,3 +154,20 @@ def test_cvb0_recovers_the_true_topics_closely(spark, generated, parquet_source)
     _, topics = read_generated(spark, generated)
     _, dist = match_topics(topics, model.topics_matrix().T)
     assert dist.max() < 0.12, dist
+
+
+@pytest.mark.slow
+def test_generate_under_spark_connect(connect, tmp_path):
+    """DataFrame API only: the same documents through a Spark Connect session."""
+    small = CorpusSpec(**{**SMALL.to_dict(), "n_docs": 30})
+    out = str(tmp_path / "connect_out")
+    generate(connect, small, out, partitions=2)
+    rows = sorted(connect.read.parquet(f"{out}/corpus").collect(), key=lambda r: r.id)
+    assert [r.id for r in rows] == list(range(30))
+    _, terms, counts = corpus_of(small, [29])
+    np.testing.assert_array_equal(rows[29].features.indices, terms)
+    np.testing.assert_array_equal(rows[29].features.values, counts)
+    spec, topics = read_generated(connect, out)
+    assert spec == small and topics.tobytes() == true_topics(small).tobytes()
+    with pytest.raises(ModelPathError, match="already exists"):
+        generate(connect, small, out)

@@ -116,9 +116,7 @@ def generate(
     target = f"{out}.tmp-{uuid.uuid4().hex[:8]}" if can_rename else out
     t0 = time.perf_counter()
     topics = true_topics(spec)
-    corpus_dataframe(spark, spec, partitions).write.mode("errorifexists").parquet(
-        f"{target}/corpus"
-    )
+    corpus_dataframe(spark, spec, partitions).write.mode("error").parquet(f"{target}/corpus")
     files.write_arrays(f"{target}/topics", {"topics": topics})
     info = {
         "kind": "sparklda.SyntheticCorpus",

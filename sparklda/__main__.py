@@ -1,4 +1,4 @@
-"""``python -m sparklda train|infer|compare ...`` (see :mod:`sparklda.cli`)."""
+"""``python -m sparklda train|infer|compare|generate ...`` (see :mod:`sparklda.cli`)."""
 
 import sys
 

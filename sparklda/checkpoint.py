@@ -26,7 +26,8 @@ KIND = "sparklda.Checkpoint"
 FORMAT_VERSION = 1
 
 #: Parameters that may change between a run and its resumption: how long to train,
-#: how often to evaluate or checkpoint. Every other parameter must be the same.
+#: how often to evaluate or checkpoint, where partials merge (the same bits). Every
+#: other parameter must be the same.
 RESUMABLE_CHANGES = frozenset(
     {
         "passes",
@@ -36,6 +37,7 @@ RESUMABLE_CHANGES = frozenset(
         "checkpoint_dir",
         "checkpoint_seconds",
         "keep_checkpoint",
+        "combine",
     }
 )
 #: The corpus facts a checkpoint is only valid for.

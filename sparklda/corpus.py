@@ -32,7 +32,7 @@ from .block import DocBlock, HeldoutBlock, split_halves
 from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
-from .params import BY_NAME, Constraint, check_param
+from .params import BY_NAME, Constraint, check_param, default_minibatch_size
 
 log = logging.getLogger(__name__)
 
@@ -851,7 +851,7 @@ def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | Non
 
 def build_corpus(
     source: DocSource,
-    minibatch_size: int = 1000,
+    minibatch_size: int | None = 1000,
     heldout_fraction: float = 0.0,
     heldout_count: int | None = None,
     seed: int = 0,
@@ -863,7 +863,8 @@ def build_corpus(
     Parameters
     ----------
     minibatch_size : documents per round (SCVB0's |M| in documents); the
-        corpus is cut into ceil(D_train / minibatch_size) slices.
+        corpus is cut into ceil(D_train / minibatch_size) slices. 0 or None:
+        :func:`sparklda.params.default_minibatch_size` of ``parts_per_slice``.
     heldout_fraction, heldout_count : whole documents kept out of training
         for evaluation, chosen by a seeded hash of the document id (a count
         takes precedence over a fraction).
@@ -880,6 +881,7 @@ def build_corpus(
     )
     sc = source.rdd.context
     parts_per_slice = parts_per_slice or sc.defaultParallelism
+    minibatch_size = minibatch_size or default_minibatch_size(parts_per_slice)
 
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -959,6 +961,7 @@ def build_corpus(
         "vocab_size": corpus.vocab_size,
         "slices": n_slices,
         "parts_per_slice": p,
+        "minibatch_size": minibatch_size,
         "cached_bytes": corpus.train_bytes,
         "cached_bytes_per_pair": corpus.train_bytes / max(1, corpus.n_train_pairs),
     }

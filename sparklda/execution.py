@@ -30,7 +30,7 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from .evaluation import HeldoutScore, completion_loglik
-from .stats import TopicStats
+from .stats import TopicStats, concat_shards, merge_shard, shard_bounds, split_shards
 
 log = logging.getLogger("sparklda.execution")
 
@@ -39,7 +39,8 @@ log = logging.getLogger("sparklda.execution")
 class RoundOutput:
     """What one round's distributed work returns to the driver."""
 
-    #: unmerged partial statistics, one per non-empty block, in partition order
+    #: unmerged partial statistics, one per non-empty block, in partition order (empty
+    #: when the executors combined them: see ``merged``)
     parts: list
     #: seconds: ``ship_s`` (round value to the tasks), ``job_s`` (the Spark job(s)),
     #: ``release_s`` (freeing the round value)
@@ -48,6 +49,20 @@ class RoundOutput:
     shipped_bytes: int = 0
     #: bytes of partial statistics that reached the driver
     driver_bytes: int = 0
+    #: the round's statistics already merged on the executors (None: merge ``parts``)
+    merged: TopicStats | None = None
+    #: the number of non-empty blocks (tasks' partials) the statistics come from
+    tasks: int = 0
+    #: where the partials were merged: "executors" or "driver"
+    combine: str = "driver"
+
+    def merged_stats(self, k: int) -> TopicStats:
+        """The round's merged statistics (empty with ``k`` columns when no block had any)."""
+        if self.merged is not None:
+            return self.merged
+        if self.parts:
+            return TopicStats.merge_all(self.parts)
+        return TopicStats(np.zeros(0, np.int32), np.zeros((0, k)))
 
 
 def value_nbytes(value: Any) -> int:
@@ -126,6 +141,66 @@ def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]
             yield _block_stats(block, rows, kernel_s, stats=time.perf_counter() - t0)
 
     return run
+
+
+# --------------------------------------------------------------------------
+# Combining on the executors (docs/architecture.md, "Combining a round's statistics")
+
+#: ``combine = "auto"`` merges on the executors when a round has more tasks than this.
+COMBINE_AUTO_TASKS = 8
+
+
+def combine_on_executors(combine: str, n_tasks: int) -> bool:
+    """Whether a round of ``n_tasks`` tasks merges on the executors under ``combine``
+    ("executors", "driver" or "auto": executors above :data:`COMBINE_AUTO_TASKS`)."""
+    if combine == "auto":
+        return n_tasks > COMBINE_AUTO_TASKS
+    return combine == "executors"
+
+
+def shard_pieces(bounds: np.ndarray) -> Callable[[int, Iterable], Iterator]:
+    """Map side: each partial of partition ``index`` cut by term shard, keyed
+    ``(shard, (index, j, piece))`` (``j``: the partial's place in its partition)."""
+
+    def run(index, parts):
+        for j, part in enumerate(parts):
+            for s, piece in split_shards(part, bounds):
+                yield s, (index, j, piece)
+
+    return run
+
+
+def merge_pieces(items: Iterable) -> Iterator:
+    """Reduce side: the pieces of each shard summed in (partition, place) order, so the
+    result does not depend on the order the shuffle delivered them in."""
+    by_shard: dict[int, list] = {}
+    for s, (index, j, piece) in items:
+        by_shard.setdefault(s, []).append(((index, j), piece))
+    for s in sorted(by_shard):
+        ordered = sorted(by_shard[s], key=lambda item: item[0])
+        yield s, merge_shard([piece for _, piece in ordered])
+
+
+def _shard_partition(s: int) -> int:
+    return s
+
+
+def pruned(rdd, partitions: list[int] | None):
+    """``rdd`` restricted to ``partitions`` (in their order), without running a task on
+    the others: Spark's ``PartitionPruningRDD`` (classic sessions only). PySpark has
+    no partition-pruning RDD of its own (docs/architecture.md, "Corpus layout")."""
+    if partitions is None or list(partitions) == list(range(rdd.getNumPartitions())):
+        return rdd
+    from pyspark.rdd import RDD
+
+    sc = rdd.context
+    jvm = sc._jvm
+    keep = jvm.java.util.HashSet()
+    for p in partitions:
+        keep.add(int(p))
+    keep_set = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
+    jrdd = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd._jrdd.rdd(), keep_set)
+    return RDD(jrdd.toJavaRDD(), sc, rdd._jrdd_deserializer)
 
 
 # --------------------------------------------------------------------------
@@ -308,10 +383,11 @@ class ClassicExecutor(Executor):
     """Rounds as ``SparkContext.runJob`` on the round's partitions of the cached
     training blocks, with the round value in a broadcast variable."""
 
-    def __init__(self, corpus, checkpoint_interval: int = 0):
+    def __init__(self, corpus, checkpoint_interval: int = 0, combine: str = "auto"):
         self.corpus = corpus
         self.sc = corpus.train.context
         self.checkpoint_interval = int(checkpoint_interval)
+        self.combine = combine
         self.checkpointer: PeriodicCheckpointer | None = None
         self.states = None  # stateful modes: RDD of (block, state, kernel seconds)
         self._info: dict = {}
@@ -319,6 +395,37 @@ class ClassicExecutor(Executor):
     def _collect(self, rdd, fn, partitions=None) -> list:
         parts = self.sc.runJob(rdd, fn, partitions)
         return [p for p in parts if p is not None]
+
+    def _gather(self, rdd, fn, partitions: list[int] | None = None) -> RoundOutput:
+        """Run ``fn`` (a per-partition function yielding partial statistics) on
+        ``partitions`` of ``rdd`` (None: all) and bring the statistics back: the
+        partials themselves (merged on the driver), or merged on the executors by
+        term shard, one shuffle, the driver receiving one copy of the merged rows."""
+        n_tasks = rdd.getNumPartitions() if partitions is None else len(partitions)
+        if not combine_on_executors(self.combine, n_tasks):
+            parts = self._collect(rdd, fn, partitions)
+            return RoundOutput(parts, driver_bytes=sum(p.nbytes for p in parts), tasks=len(parts))
+        n_shards = max(1, min(n_tasks, self.sc.defaultParallelism))
+        bounds = shard_bounds(self.corpus.vocab_size, n_shards)
+        n_shards = len(bounds) - 1
+        merged_shards = (
+            pruned(rdd, partitions)
+            .mapPartitions(fn)
+            .mapPartitionsWithIndex(shard_pieces(bounds))
+            .partitionBy(n_shards, _shard_partition)
+            .mapPartitions(merge_pieces)
+            .collect()
+        )
+        shards = [st for _, st in sorted(merged_shards, key=lambda item: item[0])]
+        merged = concat_shards(shards) if shards else None
+        tasks = len(merged.timings.get("kernel", [])) if merged is not None else 0
+        return RoundOutput(
+            [],
+            driver_bytes=sum(st.nbytes for st in shards),
+            merged=merged,
+            tasks=tasks,
+            combine="executors",
+        )
 
     def init_states(self, mode) -> RoundOutput:
         self.checkpointer = PeriodicCheckpointer(
@@ -333,17 +440,14 @@ class ClassicExecutor(Executor):
         ).setName(f"sparklda {mode.name} block states (initial)")
         self.checkpointer.update(states)
         self.states = states
-        parts = self._collect(states, statistics_partition(mode.statistics()))
+        out = self._gather(states, statistics_partition(mode.statistics()))
         self.checkpointer.materialized()
         t2 = time.perf_counter()
         if bc is not None:
             self.checkpointer.hold(bc)
-        return RoundOutput(
-            parts,
-            {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
-            shipped_bytes=value_nbytes(value),
-            driver_bytes=sum(p.nbytes for p in parts),
-        )
+        out.timings = {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0}
+        out.shipped_bytes = value_nbytes(value)
+        return out
 
     def run_round(self, mode, t: int) -> RoundOutput:
         t0 = time.perf_counter()
@@ -357,7 +461,7 @@ class ClassicExecutor(Executor):
             assert self.checkpointer is not None
             marked = self.checkpointer.update(new)
             self.states = new
-            parts = self._collect(new, statistics_partition(mode.statistics()))
+            out = self._gather(new, statistics_partition(mode.statistics()))
             self.checkpointer.materialized()
             t2 = time.perf_counter()
             self.checkpointer.hold(bc)  # its lineage refers to bc until a checkpoint cuts it
@@ -366,19 +470,16 @@ class ClassicExecutor(Executor):
                 "lineage_depth": self.checkpointer.lineage_depth(),
             }
         else:
-            parts = self._collect(
+            out = self._gather(
                 self.corpus.train, stateless_partition(bc, mode.kernel(t)), mode.round_partitions(t)
             )
             t2 = time.perf_counter()
             bc.destroy()
             self._info = {}
         t3 = time.perf_counter()
-        return RoundOutput(
-            parts,
-            {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": t3 - t2},
-            shipped_bytes=value_nbytes(value),
-            driver_bytes=sum(p.nbytes for p in parts),
-        )
+        out.timings = {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": t3 - t2}
+        out.shipped_bytes = value_nbytes(value)
+        return out
 
     def save_states(self, path: str) -> None:
         def encode(index, items):

@@ -36,6 +36,24 @@ DEFAULT_ETA = 0.01
 MAX_PRIOR = 1e4
 
 
+#: The default minibatch: at least this many documents per round ...
+MIN_DEFAULT_MINIBATCH = 2000
+#: ... and at least this many per task, so each task keeps enough documents.
+DEFAULT_DOCS_PER_TASK = 1000
+
+
+def default_minibatch_size(tasks_per_round: int) -> int:
+    """The minibatch size when none is set: ``max(2000, 1000 × tasks_per_round)``.
+
+    ``tasks_per_round`` is ``parts_per_slice`` (by default the cluster's default
+    parallelism), so the documents per task, which set how much of a round the
+    kernel is, stay at 1000 or more as the cluster grows (docs/architecture.md,
+    "Corpus layout")."""
+    if tasks_per_round < 1:
+        raise ValueError(f"tasks_per_round must be at least 1, got {tasks_per_round}")
+    return max(MIN_DEFAULT_MINIBATCH, DEFAULT_DOCS_PER_TASK * int(tasks_per_round))
+
+
 @dataclass
 class TrainParams:
     """Parameters of a training run (all modes); :data:`CONSTRAINTS` has their ranges.
@@ -56,8 +74,9 @@ class TrainParams:
     #: least one round runs; evaluation time excluded); 0 or inf = no limit.
     time_budget: float = 0.0
     #: Documents per round (|M|); the corpus is cut into minibatch slices of this size.
-    #: 2000: see docs/benchmarks.md ("Minibatch size") for the measurements behind it.
-    minibatch_size: int = 2000
+    #: 0 = :func:`default_minibatch_size` of the tasks per round: 2000 (see
+    #: docs/benchmarks.md, "Minibatch size") or 1000 per task on larger clusters.
+    minibatch_size: int = 0
     #: SCVB0 burn-in passes over each document before the accumulating pass.
     burnin: int = 1
     #: ρ^Φ = s/(τ+t)^κ per minibatch of ``schedule_minibatch`` documents
@@ -89,6 +108,11 @@ class TrainParams:
     heldout_count: int = 0
     #: Partitions (tasks) per round; 0 = the cluster's default parallelism.
     parts_per_slice: int = 0
+    #: Where a round's partial statistics are merged: "executors" (by term shard, one
+    #: shuffle; the driver receives one copy of the merged rows), "driver" (every task's
+    #: partial reaches the driver) or "auto" (executors when a round has more than 8
+    #: tasks). The same model either way (docs/architecture.md).
+    combine: str = "auto"
     #: Fold-in iterations for evaluation and transform.
     foldin_max_iter: int = 100
     #: Checkpoint every n rounds (0: never): the driver state to ``checkpoint_dir`` when it
@@ -289,7 +313,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         allow_inf=True,
         doc="Seconds of training before stopping between rounds; 0 or inf: no limit.",
     ),
-    Constraint("minibatch_size", int, 1, doc="Documents per round."),
+    Constraint(
+        "minibatch_size",
+        int,
+        0,
+        doc="Documents per round (0: max(2000, 1000 × tasks per round)).",
+    ),
     Constraint(
         "burnin",
         int,
@@ -383,6 +412,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     ),
     Constraint("heldout_count", int, 0, doc="Documents held out of training (wins when > 0)."),
     Constraint("parts_per_slice", int, 0, doc="Tasks per round (0: default parallelism)."),
+    Constraint(
+        "combine",
+        str,
+        options=("auto", "executors", "driver"),
+        doc="Where a round's partial statistics are merged (the same model either way).",
+    ),
     Constraint("foldin_max_iter", int, 1, doc="Fold-in iterations of evaluation and transform."),
     Constraint(
         "checkpoint_interval",

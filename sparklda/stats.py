@@ -1,8 +1,11 @@
 """The partial statistics a task sends back: lean, sparse, mergeable.
 
-Only the rows of terms that occurred in the task's documents travel; the
-driver merges the partials of a round (:meth:`TopicStats.merge_all`) before
-applying the mode's update.
+Only the rows of terms that occurred in the task's documents travel. The
+partials of a round are merged either on the driver
+(:meth:`TopicStats.merge_all`) or first on the executors, by term shard
+(:func:`split_shards`, :func:`merge_shard`, :func:`concat_shards`; see
+docs/architecture.md, "Combining a round's statistics"), before the mode's
+update. Both give the same bits.
 """
 
 from __future__ import annotations
@@ -70,6 +73,105 @@ class TopicStats:
         rows = np.zeros((n_rows, self.rows.shape[1]), dtype=self.rows.dtype)
         rows[self.terms] = self.rows
         return TopicStats(np.arange(n_rows, dtype=np.int32), rows, self.extra, self.timings)
+
+
+# --------------------------------------------------------------------------
+# Combining by term shard (the executors' side of a round's merge)
+
+
+def shard_bounds(vocab_size: int, n_shards: int) -> NDArray[np.int64]:
+    """Boundaries of ``n_shards`` contiguous term ranges covering ``0 … vocab_size−1``:
+    shard ``s`` holds the terms ``bounds[s] <= w < bounds[s + 1]``. The number of
+    shards is capped at ``vocab_size`` (every shard non-empty) and is at least 1."""
+    if vocab_size < 1:
+        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
+    n = max(1, min(int(n_shards), int(vocab_size)))
+    return (np.arange(n + 1, dtype=np.int64) * int(vocab_size)) // n
+
+
+def shard_of(terms: ArrayLike, bounds: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The shard of each term id under ``bounds`` (:func:`shard_bounds`)."""
+    t = np.asarray(terms, dtype=np.int64)
+    if len(t) and (t.min() < bounds[0] or t.max() >= bounds[-1]):
+        raise ValueError(f"term ids must lie in [{bounds[0]}, {bounds[-1]})")
+    out: NDArray[np.int64] = np.searchsorted(bounds, t, side="right").astype(np.int64) - 1
+    return out
+
+
+def split_shards(part: TopicStats, bounds: NDArray[np.int64]) -> list[tuple[int, TopicStats]]:
+    """``part`` cut into its pieces per shard, ``(shard, piece)`` in shard order.
+
+    Only shards holding some of the part's terms get a piece, except shard 0,
+    which always gets one: it carries the part's ``extra`` and ``timings``
+    (the other pieces carry none), so the shard-0 merge sums them in part order
+    exactly as :meth:`TopicStats.merge_all` would."""
+    terms = np.asarray(part.terms)
+    rows = part.rows if part.rows.ndim == 2 else part.rows.reshape(len(terms), -1)
+    cuts = np.searchsorted(terms, bounds[1:-1], side="left")
+    ends = [*(int(c) for c in cuts), len(terms)]
+    pieces: list[tuple[int, TopicStats]] = []
+    start = 0
+    for s, end in enumerate(ends):
+        if end > start or s == 0:
+            meta = s == 0
+            pieces.append(
+                (
+                    s,
+                    TopicStats(
+                        np.ascontiguousarray(terms[start:end]),
+                        np.ascontiguousarray(rows[start:end]),
+                        dict(part.extra) if meta else {},
+                        dict(part.timings) if meta else {},
+                    ),
+                )
+            )
+        start = end
+    return pieces
+
+
+def merge_shard(pieces: Sequence[TopicStats]) -> TopicStats:
+    """One shard's pieces summed, in the order given (the order of the parts they
+    came from): :meth:`TopicStats.merge_all`, a float64 scatter-add."""
+    return TopicStats.merge_all(pieces)
+
+
+def concat_shards(shards: Sequence[TopicStats]) -> TopicStats:
+    """The merged statistics of a round from its merged shards, given in shard order
+    (their terms are disjoint and ascending from one shard to the next): rows
+    stacked, ``extra`` summed and ``timings`` concatenated in shard order."""
+    if not shards:
+        raise ValueError("nothing to concatenate")
+    k = shards[0].rows.shape[1]
+    terms = np.concatenate([np.asarray(s.terms, dtype=np.int32) for s in shards])
+    if len(terms) > 1 and not bool(np.all(np.diff(terms) > 0)):
+        raise ValueError("shards must be given in shard order with disjoint terms")
+    rows = np.concatenate([s.rows.reshape(-1, k).astype(np.float64, copy=False) for s in shards])
+    extra: dict[str, Extra] = {}
+    timings: dict[str, list[float]] = {}
+    for s in shards:
+        for name, v in s.extra.items():
+            extra[name] = extra[name] + v if name in extra else v
+        for name, t in s.timings.items():
+            timings.setdefault(name, []).extend(t if isinstance(t, list) else [t])
+    merged_timings: dict[str, Timing] = dict(timings)
+    return TopicStats(terms, rows, extra, merged_timings)
+
+
+def combine_by_shard(
+    parts: Sequence[TopicStats | None], bounds: NDArray[np.int64]
+) -> list[TopicStats]:
+    """The executors' combine in one process: every part split by shard
+    (:func:`split_shards`), each shard's pieces merged in part order
+    (:func:`merge_shard`). Returns the merged shards in shard order (shards no
+    part touches are left out); :func:`concat_shards` of them equals
+    :meth:`TopicStats.merge_all` of ``parts`` bit for bit."""
+    by_shard: dict[int, list[TopicStats]] = {}
+    for part in parts:
+        if part is None:
+            continue
+        for s, piece in split_shards(part, bounds):
+            by_shard.setdefault(s, []).append(piece)
+    return [merge_shard(by_shard[s]) for s in sorted(by_shard)]
 
 
 def normalize_topics(

@@ -68,9 +68,7 @@ def _timing_summary(stats: TopicStats) -> dict:
 
 
 def _merge(out: RoundOutput, k: int) -> TopicStats:
-    if out.parts:
-        return TopicStats.merge_all(out.parts)
-    return TopicStats(np.zeros(0, np.int32), np.zeros((0, k)))
+    return out.merged_stats(k)
 
 
 def _notify(callbacks: Sequence[Callback], hook: str, arg) -> str | None:
@@ -112,7 +110,9 @@ def train(
     start = clock_start if clock_start is not None else time.perf_counter()
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)
     if executor is None:
-        executor = ClassicExecutor(corpus, params.checkpoint_interval if mode.stateful else 0)
+        executor = ClassicExecutor(
+            corpus, params.checkpoint_interval if mode.stateful else 0, combine=params.combine
+        )
     total_rounds = params.passes * mode.rounds_per_pass
     result = TrainResult(model=None)
     checkpoints = None
@@ -199,7 +199,8 @@ def train(
                 "update_s": r3 - r2,
                 "tokens": tokens,
                 "tokens_per_s": tokens / max(r3 - r0, 1e-9),
-                "tasks": len(out.parts),
+                "tasks": out.tasks or len(out.parts),
+                "combine": out.combine,
                 "shipped_bytes": out.shipped_bytes,
                 "driver_bytes": out.driver_bytes,
                 "merged_bytes": stats.nbytes,

@@ -282,7 +282,7 @@ def test_spark_submit_settings_win_over_the_configuration(tmp_path):
 def test_main_dispatches_subcommands(capsysbinary):
     assert sparklda.cli.main([]) == 2
     assert sparklda.cli.main(["--help"]) == 0
-    assert b"sparklda {train,infer,compare}" in capsysbinary.readouterr().out
+    assert b"sparklda {train,infer,compare,generate}" in capsysbinary.readouterr().out
     assert sparklda.cli.main(["fit"]) == 2
     assert b"error: unknown command 'fit'" in capsysbinary.readouterr().err
     assert sparklda.cli.main(["infer", "--print-config", "warmstart"]) == 0

@@ -394,3 +394,15 @@ def test_corpus_functions_use_the_same_validator_and_format(spark):
         with pytest.raises(ParamError) as e:
             load_text_dataframe(spark, "/nonexistent", fmt="csv")
         assert_names(e.value, "format", "csv", owner="load_text_dataframe")
+
+
+def test_default_minibatch_grows_with_the_tasks_per_round():
+    from sparklda.params import default_minibatch_size
+
+    assert TrainParams().minibatch_size == 0  # 0: decided from the cluster when the corpus is built
+    assert default_minibatch_size(1) == 2000
+    assert default_minibatch_size(2) == 2000
+    assert default_minibatch_size(3) == 3000
+    assert default_minibatch_size(64) == 64_000
+    with pytest.raises(ValueError, match="tasks_per_round"):
+        default_minibatch_size(0)

@@ -63,11 +63,12 @@ def test_wheel_contents(venv):
     for conf in ("local", "cluster", "modes", "warmstart"):
         assert f"sparklda/conf/{conf}.toml" in names
     assert {"sparklda/data/kos/docword.txt.gz", "sparklda/data/kos/vocab.txt"} <= names
-    for module in ("__init__", "config", "session", "job", "train", "infer", "compare"):
+    for module in ("__init__", "config", "session", "job", "train", "infer", "compare", "generate"):
         assert f"sparklda/cli/{module}.py" in names
-    assert {"sparklda/__main__.py", "sparklda/io.py"} <= names
+    assert {"sparklda/__main__.py", "sparklda/io.py", "sparklda/synthetic.py"} <= names
     assert "sparklda-train = sparklda.cli.train:main" in scripts
     assert "sparklda-infer = sparklda.cli.infer:main" in scripts
+    assert "sparklda-generate = sparklda.cli.generate:main" in scripts
     assert not any(n.startswith(("tests/", "jobs/")) for n in names)
 
 

@@ -31,7 +31,7 @@ from sparklda.api import fit
 from sparklda.block import DocBlock
 from sparklda.corpus import from_vectors
 from sparklda.kernels import uniform_per_doc
-from sparklda.params import ALGORITHMS, TrainParams
+from sparklda.params import ALGORITHMS, TrainParams, default_minibatch_size
 from sparklda.training import Callback
 
 from . import kernel, systems
@@ -332,6 +332,10 @@ def mode_params(
         **fixed,
         **bc.holdout_params(),
     }
+    if not values.get("minibatch_size"):  # the library's default rule, made explicit here
+        sc = bc.train_df.sparkSession.sparkContext
+        tasks = values.get("parts_per_slice") or sc.defaultParallelism
+        values["minibatch_size"] = default_minibatch_size(tasks)
     return TrainParams(**values)
 
 
@@ -447,6 +451,10 @@ def run_scaling(spark, spec: CorpusSpec, opts: Options, results: dict, base=None
                 "seed": opts.seed,
             }
         )
+        if not params.minibatch_size:
+            params.minibatch_size = default_minibatch_size(
+                params.parts_per_slice or spark.sparkContext.defaultParallelism
+            )
         for _ in range(max(1, opts.scaling_repeats)):
             for r, (bc, _reuse) in prepared.items():
                 result = fit(bc.training_source(), params)
@@ -589,6 +597,7 @@ def run_floor(
     )
     k, dtype, seed = params.k, np.dtype(params.dtype), params.seed
     p = params.parts_per_slice or sc.defaultParallelism
+    params.minibatch_size = params.minibatch_size or default_minibatch_size(p)
     blocks, n_slices = floor_layout(
         bc.training_source().rdd, bc.n_train_docs, params.minibatch_size, p, seed, dtype
     )

@@ -1,8 +1,9 @@
-"""The job entry points: ``sparklda-train``, ``sparklda-infer``, ``python -m sparklda``.
+"""The job entry points: ``sparklda-train``, ``sparklda-infer``, ``sparklda-generate``,
+``python -m sparklda``.
 
 ``main(argv)`` dispatches the subcommands ``train`` (:mod:`sparklda.cli.train`),
-``infer`` (:mod:`sparklda.cli.infer`) and ``compare``
-(:mod:`sparklda.cli.compare`). Configuration files and overrides:
+``infer`` (:mod:`sparklda.cli.infer`), ``compare`` (:mod:`sparklda.cli.compare`)
+and ``generate`` (:mod:`sparklda.cli.generate`). Configuration files and overrides:
 :mod:`sparklda.cli.config`; who decides the Spark master and properties:
 :mod:`sparklda.cli.session`.
 """
@@ -12,16 +13,17 @@ from __future__ import annotations
 import sys
 
 from .. import __version__
-from . import compare, infer, train
+from . import compare, generate, infer, train
 
 COMMANDS = {
     "train": (train.main, "train a model as a TOML configuration says"),
     "infer": (infer.main, "score documents with a trained model, writing Parquet"),
     "compare": (compare.main, "train every mode on one corpus and compare them"),
+    "generate": (generate.main, "draw a synthetic LDA corpus on the executors, writing Parquet"),
 }
 
 USAGE = (
-    "usage: sparklda {train,infer,compare} [options]  (sparklda COMMAND --help)\n\n"
+    "usage: sparklda {train,infer,compare,generate} [options]  (sparklda COMMAND --help)\n\n"
     + "\n".join(f"  {name:<8} {text}" for name, (_, text) in COMMANDS.items())
 )
 

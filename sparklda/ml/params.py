@@ -254,7 +254,8 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     minibatchSize = Param(
         Params._dummy(),
         "minibatchSize",
-        "Documents per round (|M| in Foulds et al. 2013). >= 1.",
+        "Documents per round (|M| in Foulds et al. 2013). >= 0; 0 (the default): "
+        "max(2000, 1000 × tasks per round).",
         typeConverter=TypeConverters.toInt,
     )
     stepScale = Param(

@@ -78,6 +78,8 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        minGain=_TP.min_gain,
+        patience=_TP.patience,
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -110,6 +112,8 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        minGain=_TP.min_gain,
+        patience=_TP.patience,
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -205,6 +209,14 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setTimeBudget(self, value):
         """Set :py:attr:`timeBudget`."""
         return self._set(timeBudget=value)
+
+    def setMinGain(self, value):
+        """Set :py:attr:`minGain`."""
+        return self._set(minGain=value)
+
+    def setPatience(self, value):
+        """Set :py:attr:`patience`."""
+        return self._set(patience=value)
 
     def setCheckpointDir(self, value):
         """Set :py:attr:`checkpointDir`."""

@@ -14,6 +14,7 @@ import json
 import numpy as np
 
 from ._version import __version__
+from .coherence import coherence as _coherence
 from .errors import ModelPathError, SparkLDAError
 from .evaluation import completion_loglik
 from .inference import transform_dataframe
@@ -94,6 +95,36 @@ class TopicModel:
     def evaluate(self, heldout_rdd, max_iter: int = 100):
         """Held-out document-completion score (:mod:`sparklda.evaluation`)."""
         return completion_loglik(heldout_rdd, self.topics_matrix(), self.alpha, max_iter)
+
+    def coherence(
+        self,
+        data,
+        measure: str = "u_mass",
+        top_n: int = 10,
+        features_col: str = "features",
+        tokens_col: str | None = None,
+        window: int | None = None,
+    ) -> list[float]:
+        """Coherence of each topic's ``top_n`` terms on ``data``, in topic order.
+
+        ``data``: a DataFrame of term-count vectors (``features_col``) or of token
+        arrays (``tokens_col``, matched to the vocabulary), or a
+        :class:`~sparklda.corpus.DocSource`. ``measure``: ``"u_mass"`` (document
+        co-occurrence) or ``"c_npmi"`` (boolean sliding windows of ``window`` tokens,
+        default 10, over ``tokens_col``; whole documents when there are only vectors).
+        The definitions are gensim's; counting runs on Spark
+        (:mod:`sparklda.coherence`, docs/architecture.md "Topic coherence").
+        """
+        return _coherence(
+            self.topics_matrix(),
+            data,
+            measure,
+            top_n,
+            features_col=features_col,
+            tokens_col=tokens_col,
+            vocab=self.vocab,
+            window=window,
+        )
 
     def transform(
         self,

@@ -229,6 +229,71 @@ def count_source(source: DocSource, needed: np.ndarray) -> tuple[np.ndarray, np.
     return _combine(partials, n_terms)
 
 
+def count_blocks(blocks_rdd, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Occurrence and co-occurrence counts of ``needed`` in an RDD of
+    :class:`~sparklda.block.DocBlock` (a corpus's cached training documents)."""
+    needed = np.asarray(needed, np.int64)
+    n_terms = len(needed)
+
+    def count(blocks):
+        occ = np.zeros(n_terms, np.int64)
+        co = np.zeros((n_terms, n_terms), np.int64)
+        n = 0
+        for b in blocks:
+            ids = np.asarray(b.terms, np.int64)[b.local]
+            pos = np.searchsorted(needed, ids)
+            pos[pos >= n_terms] = 0
+            local = np.where((needed[pos] == ids) & (b.counts > 0), pos, -1) if n_terms else pos
+            o, c, m = cooccurrence_counts(b.indptr, local.astype(np.int32), n_terms, 0)
+            occ += o
+            co += c
+            n += m
+        yield _partial(occ, co, n)
+
+    return _combine(blocks_rdd.mapPartitions(count).collect(), n_terms)
+
+
+def score(measure: str, top: np.ndarray, counts) -> list[float]:
+    """The scores of the topics ``top`` (local ids, best first) from ``counts``."""
+    occ, co, n = counts
+    if n == 0:
+        raise CorpusError("Coherence needs documents; the data has none.")
+    scores = umass_scores(top, occ, co, n) if measure == "u_mass" else npmi_scores(top, occ, co, n)
+    return [float(s) for s in scores]
+
+
+class CorpusCoherence:
+    """A training :class:`~sparklda.training.Callback`-like hook: u_mass (or c_npmi over
+    whole documents) of the trained topics on the cached training documents, counted
+    when training ends, before the corpus is released. ``result`` holds
+    ``{"measure", "top_n", "per_topic", "mean"}`` afterwards (None if training failed).
+    Duck-typed (the training layer sits above this one): pass it in ``callbacks``."""
+
+    stop_reason = None
+
+    def __init__(self, measure: str = "u_mass", top_n: int = 10):
+        check_measure(measure, top_n)
+        self.measure, self.top_n = measure, top_n
+        self.corpus = None
+        self.result: dict | None = None
+
+    def on_corpus(self, corpus) -> None:
+        self.corpus = corpus
+
+    def on_train_end(self, result) -> None:
+        if result is None or result.model is None or self.corpus is None:
+            return
+        needed, top = top_terms(result.model.topics_matrix(), self.top_n)
+        per_topic = score(self.measure, top, count_blocks(self.corpus.train, needed))
+        self.result = {
+            "measure": self.measure,
+            "top_n": self.top_n,
+            "documents": "training",
+            "per_topic": per_topic,
+            "mean": float(np.mean(per_topic)),
+        }
+
+
 def coherence(
     phi: np.ndarray,
     data,
@@ -253,9 +318,9 @@ def coherence(
     if isinstance(data, DocSource):
         if tokens_col is not None:
             raise CorpusError("A DocSource holds term counts; 'tokens_col' needs a DataFrame.")
-        occ, co, n = count_source(data, needed)
+        counts = count_source(data, needed)
     else:
-        occ, co, n = count_dataframe(
+        counts = count_dataframe(
             data,
             needed,
             features_col=features_col,
@@ -263,7 +328,4 @@ def coherence(
             vocab=vocab,
             window=(window or DEFAULT_WINDOW) if sliding else 0,
         )
-    if n == 0:
-        raise CorpusError("Coherence needs documents; the data has none.")
-    scores = umass_scores(top, occ, co, n) if measure == "u_mass" else npmi_scores(top, occ, co, n)
-    return [float(s) for s in scores]
+    return score(measure, top, counts)

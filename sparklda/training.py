@@ -52,8 +52,9 @@ class Callback:
         ``training_documents`` and ``training_tokens``."""
         return None
 
-    def on_train_end(self, report: dict) -> None:
-        """After training (also after an error: ``report`` is then empty)."""
+    def on_train_end(self, result: TrainResult | None) -> None:
+        """After training, with the result (its model, history and report), while the
+        corpus is still cached; also after an error, with None."""
         return None
 
     def on_corpus(self, corpus: Corpus) -> bool | None:
@@ -341,10 +342,10 @@ def train(
         }
         if checkpoints is not None and not params.keep_checkpoint:
             checkpoints.remove()
-        _notify(callbacks, "on_train_end", result.report)
+        _notify(callbacks, "on_train_end", result)
         ended = True
     finally:
         if not ended:
-            _notify(callbacks, "on_train_end", {})
+            _notify(callbacks, "on_train_end", None)
         executor.close()
     return result

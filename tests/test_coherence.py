@@ -173,3 +173,22 @@ def test_coherence_under_spark_connect(shared, connect):
     df = connect.createDataFrame(rows, "words array<string>").repartition(2)
     ours = shared["model"].coherence(df, "c_npmi", 10, tokens_col="words")
     assert ours == pytest.approx(shared["classic_npmi"], rel=1e-12)
+
+
+def test_corpus_coherence_scores_the_training_documents(spark):
+    from sparklda.api import fit
+    from sparklda.coherence import CorpusCoherence
+    from sparklda.params import TrainParams
+    from tests.helpers import planted_source
+
+    source = planted_source(spark)
+    cb = CorpusCoherence("u_mass", 5)
+    res = fit(source, TrainParams(k=4, passes=2, minibatch_size=80, seed=0), callbacks=[cb])
+    assert cb.result["measure"] == "u_mass" and len(cb.result["per_topic"]) == 4
+    # nothing held out: the training documents are the source's non-empty ones (the 3 empty
+    # documents only change ε's weight)
+    expected = res.model.coherence(source, "u_mass", 5)
+    assert cb.result["per_topic"] == pytest.approx(expected, rel=1e-9)
+    assert cb.result["mean"] == pytest.approx(np.mean(expected))
+    # planted topics own disjoint blocks of words that co-occur: u_mass near its maximum 0
+    assert cb.result["mean"] > -1.0

@@ -16,9 +16,11 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..api import fit, source_from_config
+from ..coherence import CorpusCoherence
 from ..ml import load_topic_model
 from ..model import TopicModel
 from ..params import TrainParams
@@ -81,9 +83,10 @@ def check_outputs(spark, s: TrainSettings) -> str:
     return metrics
 
 
-def run(spark, cfg: dict, resume: bool = False) -> dict:
-    """Train as ``cfg`` says (``resume``: from the newest checkpoint in [checkpoint] dir);
-    returns the metrics written to metrics.json."""
+def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dict:
+    """Train as ``cfg`` says (``resume``: from the newest checkpoint in [checkpoint] dir;
+    ``callbacks``: told of training, e.g. :class:`sparklda.progress.Progress`); returns
+    the metrics written to metrics.json."""
     s = check(cfg)
     if resume and not s.params.checkpoint_dir:
         raise ConfigError(
@@ -102,7 +105,14 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
 
     started = time.time()
     source = source_from_config(spark, s.input)
-    result = fit(source, s.params, initial_model=initial, resume=resume)
+    coherence = CorpusCoherence("u_mass", 10)
+    result = fit(
+        source,
+        s.params,
+        initial_model=initial,
+        resume=resume,
+        callbacks=[*callbacks, coherence],
+    )
     model = result.model
     model.save(s.model, overwrite=s.overwrite)
     final = result.evaluations[-1] if result.evaluations else None
@@ -128,6 +138,8 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
             "executors": executor_summary(spark),
         },
         "topics": model.describe_topics(10),
+        # u_mass (gensim's definition) of the top 10 terms on the training documents
+        "coherence": coherence.result,
     }
     os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
     tmp = metrics_path + ".tmp"
@@ -151,6 +163,8 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
             f"held-out log-likelihood per token: {final['heldout_loglik']:.4f} "
             f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents"
         )
+    if coherence.result:
+        print(f"topic coherence (u_mass, top 10 terms): {coherence.result['mean']:.4f} mean")
     print(f"model: {s.model}\nmetrics: {metrics_path}")
     return metrics
 

@@ -207,6 +207,16 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
             window=windowSize,
         )
 
+    def toPyLDAvis(self, dataset) -> dict:
+        """The five inputs of ``pyLDAvis.prepare`` for ``dataset`` (term-count vectors in
+        ``featuresCol``), computed on Spark: ``topic_term_dists`` (K × V, rows summing to
+        one), ``doc_topic_dists`` (D × K, from :meth:`transform`), ``doc_lengths``,
+        ``vocab`` and ``term_frequency``. ``pyLDAvis.prepare(**model.toPyLDAvis(df))``
+        draws the topics (``pip install sparklda[viz]``)."""
+        col = self.getFeaturesCol()
+        check_features(dataset, col)
+        return self.topicModel.pyldavis_inputs(dataset, col, FOLDIN_MAX_ITER)
+
     def trainingHistory(self) -> list[dict]:
         """Held-out evaluations during training (rows with ``round``, ``passes``, ``elapsed_s``,
         ``heldout_loglik``, ``perplexity``); empty when ``heldoutFraction`` was 0."""

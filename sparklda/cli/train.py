@@ -24,6 +24,7 @@ from ..coherence import CorpusCoherence
 from ..ml import load_topic_model
 from ..model import TopicModel
 from ..params import TrainParams
+from ..progress import Progress
 from .config import ConfigError, check_config, input_settings, train_params
 from .job import check_local_output, check_output, job_main
 from .session import effective_properties, executor_summary
@@ -170,8 +171,16 @@ def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dic
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    """``sparklda-train``: bad settings fail before Spark starts (exit 2)."""
-    return job_main(argv, DESCRIPTION, check, run, "sparklda-train", prog, resume=True)
+    """``sparklda-train``: bad settings fail before Spark starts (exit 2). Progress goes
+    to stderr (:class:`sparklda.progress.Progress`: a live line on a terminal, plain
+    lines otherwise)."""
+
+    def run_with_progress(spark, cfg: dict, resume: bool = False) -> dict:
+        return run(spark, cfg, resume=resume, callbacks=[Progress(sys.stderr)])
+
+    return job_main(
+        argv, DESCRIPTION, check, run_with_progress, "sparklda-train", prog, resume=True
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ POLL_SECONDS = 0.5
 
 
 def _seconds(s: float) -> str:
-    s = max(0, int(round(s)))
+    s = max(0, round(s))
     if s >= 3600:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
     if s >= 60:

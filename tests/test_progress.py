@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import ClassVar
 
 import pytest
 
@@ -12,7 +13,7 @@ from sparklda.training import TrainResult
 
 
 class FakeCorpus:
-    report = {
+    report: ClassVar[dict] = {
         "documents_read": 120,
         "training_documents": 100,
         "heldout_documents": 20,

@@ -3,7 +3,7 @@
 :class:`Progress` shows one updating line (``rich``) when its stream is a
 terminal, and plain lines (one when corpus building starts and ends, one per
 round, one at the end) when it is not, for example in a log file or under a
-scheduler. In a Jupyter notebook it shows a ``tqdm.auto`` widget. The jobs use
+scheduler. In a Jupyter notebook with ipywidgets it shows a ``tqdm`` widget. The jobs use
 it by default (on stderr); library users pass it to
 :func:`sparklda.api.fit` (``callbacks=[Progress()]``).
 
@@ -37,12 +37,19 @@ def _seconds(s: float) -> str:
 
 
 def in_notebook() -> bool:
-    """Whether this runs in a Jupyter kernel (IPython's ZMQ shell)."""
+    """Whether this runs in a Jupyter kernel (IPython's ZMQ shell) that can show widgets
+    (ipywidgets installed: tqdm's notebook bar needs it)."""
     shell = sys.modules.get("IPython")
     if shell is None:
         return False
     ip = shell.get_ipython() if hasattr(shell, "get_ipython") else None
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+    if ip is None or type(ip).__name__ != "ZMQInteractiveShell":
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class Progress(Callback):
@@ -93,7 +100,7 @@ class Progress(Callback):
     def _live_start(self, description: str, total: float | None) -> None:
         self._live_stop()
         if self.mode == "notebook":
-            from tqdm.auto import tqdm
+            from tqdm.notebook import tqdm
 
             self._bar = tqdm(total=total, desc=description, leave=True)
             return

@@ -230,6 +230,16 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         """Set :py:attr:`initialModel`."""
         return self._set(initialModel=value)
 
+    def setCallbacks(self, callbacks) -> LDA:
+        """Training callbacks for the next fits (:class:`sparklda.training.Callback`, e.g.
+        ``[sparklda.progress.Progress()]`` for a progress bar). Not a Param: they are
+        not saved with the estimator."""
+        self._callbacks = list(callbacks)
+        return self
+
+    def getCallbacks(self) -> list:
+        return list(getattr(self, "_callbacks", []))
+
     def _fit(self, dataset) -> LDAModel:
         tp = self._train_params()
         col = self.getFeaturesCol()
@@ -266,7 +276,13 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
             )
         source = from_vectors(dataset, col, vocab=vocab)
         # with a checkpoint directory, a killed fit of the same run continues where it was
-        result = fit(source, tp, initial_model=initial, resume=bool(tp.checkpoint_dir))
+        result = fit(
+            source,
+            tp,
+            initial_model=initial,
+            resume=bool(tp.checkpoint_dir),
+            callbacks=self.getCallbacks(),
+        )
         tm = result.model
         tm.metadata["evaluations"] = result.evaluations
         if initial is not None:

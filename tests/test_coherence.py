@@ -82,8 +82,13 @@ def shared(spark):
         for w in ws:
             tw[index[w], d % k] += 1.0
     model = TopicModel(tw, 0.1, 0.01, vocab)
-    classic = model.coherence(df, "c_npmi", 10, tokens_col="words")  # for the Connect test
-    return {"docs": docs, "vocab": vocab, "df": df, "model": model, "classic_npmi": classic}
+    # for the Connect test, which cannot run classic jobs
+    classic = {
+        "npmi": model.coherence(df, "c_npmi", 10, tokens_col="words"),
+        "umass": model.coherence(df, "u_mass", 10),
+        "rows": rows,
+    }
+    return {"docs": docs, "vocab": vocab, "df": df, "model": model, "classic": classic}
 
 
 def gensim_coherence(shared, measure, top_n, **kw):
@@ -169,10 +174,12 @@ def test_bad_arguments_are_refused(shared):
 def test_coherence_under_spark_connect(shared, connect):
     """The counting ships the needed terms in its closure and uses mapInArrow: no
     broadcast, no RDD, so a Connect DataFrame works."""
-    rows = [(ws,) for _, ws in shared["docs"]]
-    df = connect.createDataFrame(rows, "words array<string>").repartition(2)
+    classic = shared["classic"]
+    df = connect.createDataFrame(classic["rows"], ["id", "words", "features"]).repartition(2)
     ours = shared["model"].coherence(df, "c_npmi", 10, tokens_col="words")
-    assert ours == pytest.approx(shared["classic_npmi"], rel=1e-12)
+    assert ours == pytest.approx(classic["npmi"], rel=1e-12)
+    # the count vectors too (a VectorUDT column reaches mapInArrow as its struct)
+    assert shared["model"].coherence(df, "u_mass", 10) == pytest.approx(classic["umass"])
 
 
 def test_corpus_coherence_scores_the_training_documents(spark):

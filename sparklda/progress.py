@@ -120,7 +120,7 @@ class Progress(Callback):
         bar = RichProgress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[info]}"),
@@ -212,11 +212,15 @@ class Progress(Callback):
             f"empty skipped, {r['cached_bytes'] / 2**20:.1f} MiB cached in "
             f"{_seconds(time.perf_counter() - self._start)}"
         )
-        if self.mode == "plain":
-            self._line(text)
+        self._live_stop()
+        self._print(text)
+
+    def _print(self, text: str) -> None:
+        """A line that stays: printed plainly, or by the live line's console."""
+        if self.mode == "live" and self.console is not None:
+            self.console.print(text, highlight=False, soft_wrap=True)
         else:
-            self._live_update(description=text, info="")
-            self._live_stop()
+            self._line(text)
 
     # -- training ----------------------------------------------------------
     def on_train_start(self, plan: dict) -> None:
@@ -284,7 +288,4 @@ class Progress(Callback):
             text += f", stopped by {rep['stopped_by']}"
         if result.evaluations:
             text += f", held-out log-likelihood {result.evaluations[-1]['heldout_loglik']:.4f}"
-        if self.mode == "live" and self.console is not None:
-            self.console.print(text, highlight=False)
-        else:
-            self._line(text)
+        self._print(text)

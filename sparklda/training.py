@@ -346,6 +346,9 @@ def train(
         ended = True
     finally:
         if not ended:
-            _notify(callbacks, "on_train_end", None)
+            try:  # training failed: tell the callbacks, but raise training's error
+                _notify(callbacks, "on_train_end", None)
+            except Exception:
+                log.exception("a callback's on_train_end failed after a training error")
         executor.close()
     return result

@@ -66,7 +66,7 @@ def shared(spark):
 
     rng = np.random.default_rng(0)
     docs = []
-    for d, words in kos_word_docs(0, 500):
+    for d, words in kos_word_docs(0, 250):
         distinct = sorted(set(words))
         docs.append((d, [distinct[i] for i in rng.permutation(len(distinct))]))
     vocab = sorted({w for _, ws in docs for w in ws})

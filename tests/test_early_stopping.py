@@ -88,6 +88,6 @@ def test_training_stops_when_the_gain_falls_below_min_gain(spark):
     per_pass = res.rounds[0]["passes"]
     assert stop["gains"][0]["gain_per_pass"] == pytest.approx((ll[2] - ll[1]) / per_pass)
     # without min_gain the same run goes on
-    res2 = fit(source, TrainParams(**{**params.to_dict(), "min_gain": 0.0, "passes": 2}))
+    res2 = fit(source, TrainParams(**{**params.to_dict(), "min_gain": 0.0, "passes": 1}))
     assert res2.report["stopped_by"] is None and res2.report["early_stopping"] is None
-    assert res2.report["rounds"] > 3
+    assert res2.report["rounds"] == 4  # 144 training documents, 40 per round

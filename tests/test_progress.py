@@ -98,7 +98,7 @@ def test_progress_of_a_real_fit(spark):
     from tests.helpers import planted_source
 
     out = io.StringIO()
-    params = TrainParams(k=4, passes=2, minibatch_size=50, heldout_count=16, eval_every=2)
+    params = TrainParams(k=4, passes=1, minibatch_size=50, heldout_count=16, eval_every=2)
     res = fit(planted_source(spark), params, callbacks=[Progress(out)])
     lines = out.getvalue().splitlines()
     rounds = [line for line in lines if line.startswith("round ")]

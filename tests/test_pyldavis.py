@@ -26,8 +26,13 @@ def data(spark):
     return {"df": df, "model": LDAModel(tm), "ids": [r[0] for r in rows], "dense": dense}
 
 
-def test_inputs_have_pyldavis_shapes_and_normalisation(data):
-    out = data["model"].toPyLDAvis(data["df"])
+@pytest.fixture(scope="module")
+def inputs(data):
+    return data["model"].toPyLDAvis(data["df"])
+
+
+def test_inputs_have_pyldavis_shapes_and_normalisation(data, inputs):
+    out = dict(inputs)
     assert set(out) == {
         "topic_term_dists",
         "doc_topic_dists",
@@ -50,8 +55,8 @@ def test_inputs_have_pyldavis_shapes_and_normalisation(data):
     assert empty == pytest.approx(np.full(k, 0.25))
 
 
-def test_pyldavis_prepare_accepts_them(data):
+def test_pyldavis_prepare_accepts_them(inputs):
     pyLDAvis = pytest.importorskip("pyLDAvis")
-    vis = pyLDAvis.prepare(**data["model"].toPyLDAvis(data["df"]), sort_topics=False)
+    vis = pyLDAvis.prepare(**inputs, sort_topics=False, n_jobs=1)
     assert len(vis.topic_coordinates) == 4
     assert "w0" in set(vis.topic_info["Term"])

@@ -99,8 +99,8 @@ def _startup_logging(properties: dict[str, str], level: str) -> dict[str, str]:
     options itself."""
     if "spark.driver.extraJavaOptions" in properties:
         return properties
-    path = os.path.join(tempfile.mkdtemp(prefix="sparklda-log4j2-"), "log4j2.properties")
-    with open(path, "w") as f:
+    fd, path = tempfile.mkstemp(prefix="sparklda-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
         f.write(log4j2_config(level))
     return {**properties, "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={path}"}
 

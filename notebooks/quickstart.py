@@ -79,8 +79,10 @@ from pyspark.ml import Pipeline
 from pyspark.ml.feature import CountVectorizer
 
 from sparklda import LDA  # was: from pyspark.ml.clustering import LDA
+from sparklda.progress import Progress
 
 lda = LDA(k=10, maxIter=2, seed=1, minibatchSize=1000, heldoutFraction=0.1, evalEvery=1)
+lda.setCallbacks([Progress()])  # a progress bar while the corpus is built and trained
 pipeline = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features", minDF=2),
                             lda])
 model = pipeline.fit(train)
@@ -152,6 +154,32 @@ pd.DataFrame(rows)
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC ## Explore the topics with pyLDAvis
+# MAGIC
+# MAGIC With the `viz` extra installed (`pip install "sparklda[viz]"`), `toPyLDAvis`
+# MAGIC computes pyLDAvis's inputs on Spark and pyLDAvis draws the topic map.
+
+# COMMAND ----------
+
+try:
+    import pyLDAvis
+except ImportError:
+    pyLDAvis = None
+    print('pyLDAvis is not installed: pip install "sparklda[viz]" to draw the topics')
+if pyLDAvis is not None:
+    inputs = lda_model.toPyLDAvis(cv_model.transform(train))
+    vis = pyLDAvis.prepare(**inputs, sort_topics=False, n_jobs=1)
+    print(f"pyLDAvis: {len(vis.topic_coordinates)} topics over {len(inputs['vocab'])} terms")
+    html = pyLDAvis.prepared_data_to_html(vis)
+    try:
+        displayHTML(html)  # Databricks
+    except NameError:
+        from IPython.display import HTML, display
+        display(HTML(html))
+
+# COMMAND ----------
+
+# MAGIC %md
 # MAGIC ## Save and load the fitted pipeline
 # MAGIC
 # MAGIC The pipeline saves like any other `pyspark.ml` pipeline (on Databricks use a
@@ -164,4 +192,6 @@ from pyspark.ml import PipelineModel
 path = "kos-lda-pipeline"
 model.write().overwrite().save(path)
 reloaded = PipelineModel.load(path)
-reloaded.transform(new).select("id", "topicDistribution").show(3, truncate=60)
+# orderBy reads every row of the scoring tasks: a bare show() stops reading them after
+# 3 rows, and PySpark's worker daemon then prints a BrokenPipeError on stderr
+reloaded.transform(new).select("id", "topicDistribution").orderBy("id").show(3, truncate=60)

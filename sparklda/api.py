@@ -52,8 +52,11 @@ def fit(
         its vocabulary is merged with the corpus's
         (:func:`sparklda.warmstart.align_initial`).
     callbacks : :class:`~sparklda.training.Callback` objects, told when the
-        corpus is built, after each round and after each evaluation; any of
-        them may stop training early.
+        corpus building starts and ends, when training starts, after each round
+        and evaluation, and when training ends; any of them may stop training
+        early (:class:`sparklda.progress.Progress` shows progress,
+        :class:`sparklda.coherence.CorpusCoherence` scores the topics on the
+        training documents).
     resume : continue a killed run from the newest checkpoint in
         ``params.checkpoint_dir`` (written every ``checkpoint_interval`` rounds
         and/or ``checkpoint_seconds``); the model then equals the one the
@@ -67,6 +70,10 @@ def fit(
     initial = None
     if initial_model is not None:
         source, initial = align_initial(initial_model, source, params)
+    for cb in callbacks:
+        hook = getattr(cb, "on_build_start", None)
+        if hook is not None:
+            hook(source.what)
     corpus = build_corpus(
         source,
         minibatch_size=params.minibatch_size,
@@ -78,7 +85,9 @@ def fit(
     )
     try:
         for cb in callbacks:
-            cb.on_corpus(corpus)
+            hook = getattr(cb, "on_corpus", None)
+            if hook is not None:
+                hook(corpus)
         build_seconds = time.perf_counter() - start
         log.info("corpus built in %.2f s: %s", build_seconds, corpus.report)
         with executor_errors(source.what):

@@ -25,13 +25,15 @@ log = logging.getLogger("sparklda.checkpoint")
 KIND = "sparklda.Checkpoint"
 FORMAT_VERSION = 1
 
-#: Parameters that may change between a run and its resumption: how long to train,
-#: how often to evaluate or checkpoint, where partials merge (the same bits). Every
-#: other parameter must be the same.
+#: Parameters that may change between a run and its resumption: how long to train (and
+#: when to stop early), how often to evaluate or checkpoint, where partials merge (the
+#: same bits). Every other parameter must be the same.
 RESUMABLE_CHANGES = frozenset(
     {
         "passes",
         "time_budget",
+        "min_gain",
+        "patience",
         "eval_every",
         "checkpoint_interval",
         "checkpoint_dir",

@@ -14,7 +14,8 @@ import json
 import numpy as np
 
 from ._version import __version__
-from .errors import ModelPathError, SparkLDAError
+from .coherence import coherence as _coherence
+from .errors import ModelPathError, SparkLDAError, executor_errors
 from .evaluation import completion_loglik
 from .inference import transform_dataframe
 from .stats import normalize_topics
@@ -114,6 +115,36 @@ class TopicModel:
         """Held-out document-completion score (:mod:`sparklda.evaluation`)."""
         return completion_loglik(heldout_rdd, self.topics_matrix(), self._alpha_arg(), max_iter)
 
+    def coherence(
+        self,
+        data,
+        measure: str = "u_mass",
+        top_n: int = 10,
+        features_col: str = "features",
+        tokens_col: str | None = None,
+        window: int | None = None,
+    ) -> list[float]:
+        """Coherence of each topic's ``top_n`` terms on ``data``, in topic order.
+
+        ``data``: a DataFrame of term-count vectors (``features_col``) or of token
+        arrays (``tokens_col``, matched to the vocabulary), or a
+        :class:`~sparklda.corpus.DocSource`. ``measure``: ``"u_mass"`` (document
+        co-occurrence) or ``"c_npmi"`` (boolean sliding windows of ``window`` tokens,
+        default 10, over ``tokens_col``; whole documents when there are only vectors).
+        The definitions are gensim's; counting runs on Spark
+        (:mod:`sparklda.coherence`, docs/architecture.md "Topic coherence").
+        """
+        return _coherence(
+            self.topics_matrix(),
+            data,
+            measure,
+            top_n,
+            features_col=features_col,
+            tokens_col=tokens_col,
+            vocab=self.vocab,
+            window=window,
+        )
+
     def transform(
         self,
         df,
@@ -131,6 +162,75 @@ class TopicModel:
         return transform_dataframe(
             self.topics_matrix(), self._alpha_arg(), df, features_col, output_col, max_iter
         )
+
+    def pyldavis_inputs(
+        self,
+        df,
+        features_col: str = "features",
+        max_iter: int = 100,
+    ) -> dict:
+        """The five inputs of ``pyLDAvis.prepare`` for the documents of ``df``, computed on
+        Spark: ``topic_term_dists`` (K × V, rows summing to one), ``doc_topic_dists``
+        (D × K, each document's θ by fold-in, in the order of ``df``), ``doc_lengths``
+        (tokens per document), ``vocab`` and ``term_frequency`` (tokens per term over
+        ``df``). Use as ``pyLDAvis.prepare(**model.pyldavis_inputs(df))``."""
+        import pyarrow as pa
+
+        theta_col = "_sparklda_theta"
+        scored = self.transform(df, features_col, theta_col, max_iter).select(
+            theta_col, features_col
+        )
+        v = self.vocab_size
+
+        def per_document(batches):
+            for batch in batches:
+                theta = batch.column(0).field("values").to_pylist()
+                feats = batch.column(1)
+                values = feats.field("values").to_pylist()
+                valid = feats.is_valid().to_numpy(zero_copy_only=False)
+                lengths = [
+                    float(np.sum(values[i], dtype=np.float64)) if valid[i] and values[i] else 0.0
+                    for i in range(len(values))
+                ]
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(theta, pa.list_(pa.float64())), pa.array(lengths, pa.float64())],
+                    names=["theta", "length"],
+                )
+
+        def term_totals(batches):
+            total = np.zeros(v, np.float64)
+            for batch in batches:
+                feats = batch.column(0)
+                types = feats.field("type").to_numpy(zero_copy_only=False)
+                indices = feats.field("indices").to_pylist()
+                values = feats.field("values").to_pylist()
+                for i in range(len(feats)):
+                    if values[i] is None:
+                        continue
+                    val = np.asarray(values[i], np.float64)
+                    if types[i] == 1:
+                        total += val
+                    else:
+                        np.add.at(total, np.asarray(indices[i], np.int64), val)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([total], pa.list_(pa.float64()))], names=["total"]
+            )
+
+        with executor_errors(f"column {features_col!r}"):
+            rows = scored.mapInArrow(per_document, "theta array<double>, length double").collect()
+            totals = df.select(features_col).mapInArrow(term_totals, "total array<double>")
+            tf = np.zeros(v, np.float64)
+            for r in totals.collect():  # driver-side sum in partition order
+                tf += np.asarray(r.total, np.float64)
+        k = self.k
+        doc_topic = np.array([r.theta for r in rows], np.float64).reshape(len(rows), k)
+        return {
+            "topic_term_dists": np.ascontiguousarray(self.topics_matrix().T),
+            "doc_topic_dists": doc_topic,
+            "doc_lengths": np.array([r.length for r in rows], np.float64),
+            "vocab": list(self.vocab) if self.vocab is not None else [str(i) for i in range(v)],
+            "term_frequency": tf,
+        }
 
     # -- persistence -----------------------------------------------------
     def metadata_record(self) -> dict:

@@ -136,6 +136,12 @@ class TrainParams:
     #: Strength of the seeds: the fraction of a seeded topic's expected tokens (C/K) added
     #: as pseudo-counts, shared evenly by its seed words.
     seed_confidence: float = 0.1
+    #: Early stopping: stop when the held-out per-token log-likelihood gains less than this
+    #: many nats per pass for ``patience`` consecutive evaluations (0: never stop early).
+    #: Needs held-out documents and ``eval_every``.
+    min_gain: float = 0.0
+    #: Consecutive evaluations below ``min_gain`` that stop training.
+    patience: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict, ``seed_topics`` in the form it reads back from JSON
@@ -455,6 +461,19 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         doc="Fraction of a seeded topic's expected tokens added to its seed words as "
         "pseudo-counts.",
     ),
+    Constraint(
+        "min_gain",
+        float,
+        0,
+        doc="Early stopping: least held-out log-likelihood gain per pass (nats per token) "
+        "that continues training (0: off; needs held-out documents and eval_every).",
+    ),
+    Constraint(
+        "patience",
+        int,
+        1,
+        doc="Early stopping: consecutive evaluations below min_gain that stop training.",
+    ),
 )
 
 #: name -> :class:`Constraint`.
@@ -541,6 +560,7 @@ def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, s
     for c in CONSTRAINTS:
         check_param(c, values[c.name], owner, aliases.get(c.name))
     _check_seeds(values, owner, aliases)
+    _check_early_stopping(values, owner, aliases)
     for s in FIRST_STEPS:
         if values["algorithm"] != s.algorithm or not s.applies(values):
             continue
@@ -572,6 +592,31 @@ def _check_seeds(values: Mapping[str, Any], owner: str, aliases: Mapping[str, st
     problem = seed_topics_problem(seeds, values["k"])
     if problem is not None:
         raise ParamError(f"The {name!r} parameter of {owner} {problem}. Got {seeds!r} instead.")
+
+
+def _check_early_stopping(
+    values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]
+) -> None:
+    """``min_gain`` > 0 needs held-out documents to score and evaluations to compare."""
+    if not values["min_gain"] > 0:
+        return
+    name = aliases.get("min_gain", "min_gain")
+    if values["heldout_fraction"] == 0 and values["heldout_count"] == 0:
+        # the pyspark layer has no count: name only what the caller can set
+        fields = [n for n in ("heldout_fraction", "heldout_count") if not aliases or n in aliases]
+        held = [aliases.get(n, n) for n in fields]
+        raise ParamError(
+            f"The {name!r} parameter of {owner} ({values['min_gain']!r}) stops training on "
+            f"the held-out log-likelihood, but no documents are held out: set "
+            f"{' or '.join(repr(h) for h in held)} above 0, or {name!r} to 0."
+        )
+    if values["eval_every"] == 0:
+        every = aliases.get("eval_every", "eval_every")
+        raise ParamError(
+            f"The {name!r} parameter of {owner} ({values['min_gain']!r}) compares "
+            f"evaluations during training, but {every!r} is 0 (evaluate only at the end): "
+            f"set {every!r} to the rounds between evaluations, or {name!r} to 0."
+        )
 
 
 _DEFAULTS = TrainParams().to_dict()

@@ -35,8 +35,27 @@ class Callback:
     """Hooks into training; subclass and override what you need.
 
     Each hook may return True to stop training after the current round (the
-    model is still built and scored; the history says who stopped it).
+    model is still built and scored; the report's ``stopped_by`` names the
+    callback: its ``stop_reason`` attribute when it has one, else its class name).
     """
+
+    #: What ``TrainResult.report["stopped_by"]`` says when this callback stops training.
+    stop_reason: str | None = None
+
+    def on_build_start(self, what: str) -> None:
+        """Before the corpus is built from the source described by ``what``."""
+        return None
+
+    def on_train_start(self, plan: dict) -> None:
+        """Before the first round: ``plan`` has ``algorithm``, ``k``, ``total_rounds``,
+        ``rounds_per_pass``, ``first_round`` (after a resume), ``time_budget``,
+        ``training_documents`` and ``training_tokens``."""
+        return None
+
+    def on_train_end(self, result: TrainResult | None) -> None:
+        """After training, with the result (its model, history and report), while the
+        corpus is still cached; also after an error, with None."""
+        return None
 
     def on_corpus(self, corpus: Corpus) -> bool | None:
         """After the corpus is built and cached (``corpus.report`` has its counts)."""
@@ -71,12 +90,50 @@ def _merge(out: RoundOutput, k: int) -> TopicStats:
     return out.merged_stats(k)
 
 
+class MinGainStopping(Callback):
+    """Early stopping on the held-out score (``min_gain``, ``patience``).
+
+    After each evaluation during training, the gain is the change of the
+    held-out per-token log-likelihood since the previous evaluation divided
+    by the passes between them (nats per token per pass). Training stops when
+    ``patience`` consecutive gains are below ``min_gain``. ``gains`` keeps
+    every gain seen, with its round.
+    """
+
+    stop_reason = "min_gain"
+
+    def __init__(self, min_gain: float, patience: int = 1, history: Sequence[dict] = ()):
+        self.min_gain = float(min_gain)
+        self.patience = int(patience)
+        self.gains: list[dict] = []
+        self.below = 0
+        self._last: dict | None = None
+        for row in history:  # a resumed run continues from the evaluations it restored
+            self.on_evaluation(row)
+
+    def on_evaluation(self, record: dict) -> bool:
+        last, self._last = self._last, record
+        if last is None or record["passes"] <= last["passes"]:
+            return False
+        gain = (record["heldout_loglik"] - last["heldout_loglik"]) / (
+            record["passes"] - last["passes"]
+        )
+        self.below = self.below + 1 if gain < self.min_gain else 0
+        self.gains.append({"round": record["round"], "gain_per_pass": gain})
+        return self.below >= self.patience
+
+    def report(self) -> dict:
+        return {"min_gain": self.min_gain, "patience": self.patience, "gains": self.gains}
+
+
 def _notify(callbacks: Sequence[Callback], hook: str, arg) -> str | None:
-    """Call ``hook`` on every callback; the name of the first that asked to stop."""
+    """Call ``hook`` on every callback that has it; the stop reason of the first that asked
+    to stop (its ``stop_reason``, else its class name)."""
     stop = None
     for cb in callbacks:
-        if getattr(cb, hook)(arg) and stop is None:
-            stop = type(cb).__name__
+        fn = getattr(cb, hook, None)
+        if fn is not None and fn(arg) and stop is None:
+            stop = getattr(cb, "stop_reason", None) or type(cb).__name__
     return stop
 
 
@@ -161,6 +218,8 @@ def train(
     stopped_by = None
     first_round = 0
     t = -1
+    stopping = None
+    ended = False
     try:
         restored = checkpoints.restore(mode, executor) if resume and checkpoints else None
         if restored is not None:
@@ -171,6 +230,23 @@ def train(
         elif mode.stateful:
             out = executor.init_states(mode)
             mode.set_initial(_merge(out, params.k))
+        if params.min_gain > 0:
+            stopping = MinGainStopping(params.min_gain, params.patience, result.evaluations)
+            callbacks = [*callbacks, stopping]
+        _notify(
+            callbacks,
+            "on_train_start",
+            {
+                "algorithm": params.algorithm,
+                "k": params.k,
+                "total_rounds": total_rounds,
+                "rounds_per_pass": mode.rounds_per_pass,
+                "first_round": first_round,
+                "time_budget": params.time_budget,
+                "training_documents": corpus.n_train_docs,
+                "training_tokens": corpus.n_train_tokens,
+            },
+        )
         for t in range(first_round, total_rounds):
             if (
                 params.time_budget
@@ -215,7 +291,7 @@ def train(
                     row.update({k: ev[k] for k in ("heldout_loglik", "perplexity")})
                     stopped_by = _notify(callbacks, "on_evaluation", ev) or stopped_by
             result.rounds.append(row)
-            log.info(
+            log.debug(  # sparklda.progress.Progress shows rounds to users
                 "round %d/%d, %.2f passes, %.0f tokens/s, step %.4g, %.3f s",
                 t + 1,
                 total_rounds,
@@ -263,9 +339,17 @@ def train(
             "corpus": corpus.report,
             "mode": {**mode.report(), **executor.report()},
             "checkpoints": checkpoints.report() if checkpoints else None,
+            "early_stopping": stopping.report() if stopping else None,
         }
         if checkpoints is not None and not params.keep_checkpoint:
             checkpoints.remove()
+        _notify(callbacks, "on_train_end", result)
+        ended = True
     finally:
+        if not ended:
+            try:  # training failed: tell the callbacks, but raise training's error
+                _notify(callbacks, "on_train_end", None)
+            except Exception:
+                log.exception("a callback's on_train_end failed after a training error")
         executor.close()
     return result

@@ -221,3 +221,56 @@ def uniform_matrix(seed, stream, doc_ids, k):
             bits = splitmix64((key + (i + 1) * 0x9E3779B97F4A7C15) & _MASK64) >> 11
             out[j, i] = (float(bits) + 0.5) / float(1 << 53)
     return out
+
+
+def coherence_counts(docs, n_terms, window=0):
+    """Occurrences, co-occurrences and virtual documents of ``docs`` (lists of local ids,
+    -1 for other terms) with Python sets: each whole document (``window <= 0``) or each
+    window of ``window`` consecutive tokens (a shorter document is one window)."""
+    occ = np.zeros(n_terms, np.int64)
+    co = np.zeros((n_terms, n_terms), np.int64)
+    n = 0
+    for doc in docs:
+        doc = list(doc)
+        if window <= 0 or len(doc) <= window:
+            windows = [doc]
+        else:
+            windows = [doc[s : s + window] for s in range(len(doc) - window + 1)]
+        for w in windows:
+            present = {t for t in w if t >= 0}
+            for a in present:
+                occ[a] += 1
+                for b in present:
+                    if a != b:
+                        co[a, b] += 1
+            n += 1
+    return occ, co, n
+
+
+def umass(top_words, occ, co, n_docs, eps=1e-12):
+    """u_mass as Mimno et al. (2011) with gensim's ε and normalisation: the mean over
+    j < i of log((D(w_i, w_j)/D + ε) / (D(w_j)/D))."""
+    out = []
+    for words in top_words:
+        vals = []
+        for i in range(1, len(words)):
+            for j in range(i):
+                a, b = words[i], words[j]
+                vals.append(math.log((co[a, b] / n_docs + eps) / (occ[b] / n_docs)))
+        out.append(sum(vals) / len(vals))
+    return out
+
+
+def npmi(top_words, occ, co, n, eps=1e-12):
+    """Mean NPMI over every ordered pair of distinct top words (Bouma 2009, gensim's ε)."""
+    out = []
+    for words in top_words:
+        vals = []
+        for i, a in enumerate(words):
+            for j, b in enumerate(words):
+                if i != j:
+                    p12 = co[a, b] / n
+                    pmi = math.log((p12 + eps) / ((occ[a] / n) * (occ[b] / n)))
+                    vals.append(pmi / -math.log(p12 + eps))
+        out.append(sum(vals) / len(vals))
+    return out

@@ -65,3 +65,21 @@ def test_quickstart_notebook_runs(tmp_path):
     assert "log-perplexity of the new documents:" in text
     assert float(text.split(":")[-1]) == pytest.approx(7.5, abs=1.5)
     assert os.path.isdir(tmp_path / "kos-lda-pipeline" / "stages")
+    # a progress widget while training (tqdm's notebook bar)
+    training = outputs("pipeline.fit(train)")
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in training), (
+        training
+    )
+    # pyLDAvis draws the topics (it is in the dev extras)
+    vis = outputs("toPyLDAvis")
+    assert "pyLDAvis: 10 topics over" in "".join(o.get("text", "") for o in vis)
+    assert any("text/html" in o.get("data", {}) for o in vis)
+    # no cell shows a traceback or an error, not even on stderr (PySpark's worker daemon
+    # prints there when a task's output is not read to the end)
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            text = o.get("text", "") + "".join(
+                str(v) for k, v in o.get("data", {}).items() if k.startswith("text/plain")
+            )
+            text += "".join(o.get("traceback", []))
+            assert "Traceback" not in text and "Error" not in text, (cell.source, text)

@@ -247,8 +247,9 @@ def test_sigkilled_job_resumes_to_the_uninterrupted_model(spark, tmp_path):
     )
     rounds = 12  # 3,330 training documents in slices of 1,000: 4 rounds a pass
     kill_at = random.Random().randint(2, rounds - 2)
-    # killed while round kill_at is logged: before or during its checkpoint
-    _run_until_killed(_job(cfg, *sets), f" round {kill_at}/{rounds}")
+    # killed while round kill_at is reported (the progress line on stderr): before or
+    # during its checkpoint
+    _run_until_killed(_job(cfg, *sets), f"round {kill_at}/{rounds},")
     assert not os.path.exists(tmp_path / "model")
     log, resumed = _resume_to_the_end(cfg, sets, tmp_path)
     assert (

@@ -38,6 +38,11 @@ def test_job_trains_from_toml_in_process(spark, tmp_path, capsys):
     assert {"round", "passes", "tokens_per_s", "rho"} <= set(rounds[0])
     assert "heldout_loglik" in rounds[0]
     assert saved["final"]["heldout_loglik"] == metrics["final"]["heldout_loglik"] < -7.0
+    # u_mass of the top 10 terms on the training documents
+    coherence = saved["coherence"]
+    assert coherence["measure"] == "u_mass" and len(coherence["per_topic"]) == 8
+    assert coherence["mean"] == pytest.approx(np.mean(coherence["per_topic"]))
+    assert coherence["mean"] < 0
     # where it ran: the real master, the effective properties, who ran the tasks
     assert saved["spark"]["master"] == spark.sparkContext.master == "local[2]"
     assert saved["spark"]["properties"]["spark.master"] == "local[2]"
@@ -89,7 +94,11 @@ def test_job_runs_by_interpreter_path_without_activated_environment(tmp_path):
     assert not (fake / "ran").exists(), (fake / "ran").read_text()
     assert "Top words of the 5 topics:" in out.stdout
     assert f"Python workers run {sys.executable}" in out.stdout
-    assert re.search(r"round 1/3, 0.33 passes, \d+ tokens/s, step", out.stdout)  # progress
+    # progress on stderr (not a terminal here: plain lines, one per round)
+    assert re.search(r"round 1/3, 0.33 passes, \d+ tokens/s, step", out.stderr)
+    assert "corpus: 3430 documents read, 3330 to train on, 100 held out" in out.stderr
+    # Spark's startup noise is hidden by default
+    assert "default log4j profile" not in out.stderr and "NativeCodeLoader" not in out.stderr
     assert TopicModel.load(str(tmp_path / "model")).k == 5
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["final"]["heldout_documents"] == 100

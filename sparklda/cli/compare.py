@@ -33,7 +33,7 @@ from ..corpus import read_uci
 from ..io import resolve_sample
 from ..params import TrainParams
 from .config import ConfigError, check_config, load_config, parse_value
-from .job import base_parser, error, print_config, setup_logging
+from .job import apply_log_level, base_parser, error, print_config, setup_logging
 from .session import build_session
 
 log = logging.getLogger("sparklda.compare")
@@ -195,7 +195,9 @@ def main(argv=None, prog: str | None = None) -> int:
         return print_config(args.print_config)
     setup_logging(args.log_level)
     try:  # everything is checked before Spark starts
-        cfg = check_config(load_config(args.config, args.set, args.conf_set))
+        cfg = load_config(args.config, args.set, args.conf_set)
+        apply_log_level(cfg, args.log_level)
+        cfg = check_config(cfg)
         modes = plan(args)
         corpus_files(args.data)
     except ValueError as e:

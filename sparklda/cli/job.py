@@ -73,15 +73,45 @@ def base_parser(
         help=f"print the shipped example configuration NAME (one of "
         f"{shipped_configs()}) and exit, e.g. --print-config local > my.toml",
     )
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="log level of sparklda's messages and of Spark's (default: sparklda INFO, "
+        "Spark the config's [spark] log_level, else WARN with its startup noise hidden)",
+    )
     return p
 
 
-def setup_logging(level: str) -> None:
+#: --log-level choices, and the Spark (log4j) level of each.
+SPARK_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARNING": "WARN", "WARN": "WARN",
+                "ERROR": "ERROR"}  # fmt: skip
+LOG_LEVELS = tuple(SPARK_LEVELS)
+
+
+def apply_log_level(cfg: dict, level: str | None) -> None:
+    """``--log-level`` given: Spark logs at that level too ([spark] log_level)."""
+    if level:
+        cfg.setdefault("spark", {})["log_level"] = SPARK_LEVELS[level]
+
+
+class _Stdout:
+    """sys.stdout as it is when a record is written (a live progress line may redirect it
+    for a while, so that log lines print above the line)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+def setup_logging(level: str | None) -> None:
+    level = "WARNING" if level == "WARN" else (level or "INFO")
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stdout,
+        stream=_Stdout(),  # type: ignore[arg-type]
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
@@ -215,6 +245,7 @@ def job_main(
     setup_logging(args.log_level)
     try:
         cfg = load_config(args.config, args.set, args.conf_set)
+        apply_log_level(cfg, args.log_level)
         check(cfg)
     except ValueError as e:
         return error(e)

@@ -68,6 +68,43 @@ REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key"
 REDACTED = "*********(redacted)"
 
 
+#: Loggers whose warnings at every start say nothing about the job (a loopback hostname,
+#: no native Hadoop library): quiet at the default level WARN.
+QUIET_AT_STARTUP = ("org.apache.hadoop.util.NativeCodeLoader", "org.apache.spark.util.Utils")
+
+
+def log4j2_config(level: str) -> str:
+    """A log4j2 configuration: Spark's console layout on stderr at ``level`` from the
+    first line the JVM logs (at WARN, :data:`QUIET_AT_STARTUP` log only errors)."""
+    level = level.upper()
+    lines = [
+        f"rootLogger.level = {level.lower()}",
+        "rootLogger.appenderRef.stderr.ref = console",
+        "appender.console.type = Console",
+        "appender.console.name = console",
+        "appender.console.target = SYSTEM_ERR",
+        "appender.console.layout.type = PatternLayout",
+        "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex",
+    ]
+    if level == "WARN":
+        for i, name in enumerate(QUIET_AT_STARTUP):
+            lines += [f"logger.quiet{i}.name = {name}", f"logger.quiet{i}.level = error"]
+    return "\n".join(lines) + "\n"
+
+
+def _startup_logging(properties: dict[str, str], level: str) -> dict[str, str]:
+    """``properties`` plus the driver JVM option that makes log4j2 read
+    :func:`log4j2_config` (``level``) from its start: no "default log4j profile" and
+    no startup warnings. Left alone when the configuration sets the driver's Java
+    options itself."""
+    if "spark.driver.extraJavaOptions" in properties:
+        return properties
+    fd, path = tempfile.mkstemp(prefix="sparklda-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(log4j2_config(level))
+    return {**properties, "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={path}"}
+
+
 def launched_by_spark_submit() -> bool:
     """Whether this Python process is a driver started by ``spark-submit``: its launcher
     JVM is already running and passed its Py4J gateway in the environment."""
@@ -211,7 +248,8 @@ def build_session(
                 given.get("spark.master"),
             )
     elif SparkContext._gateway is None:
-        _launch_gateway(plan_properties(cfg, master, app_name, None, False)[0])
+        launch = plan_properties(cfg, master, app_name, None, False)[0]
+        _launch_gateway(_startup_logging(launch, spark_cfg.get("log_level", "WARN")))
         given = _jvm_properties()
         apply, lost = plan_properties(cfg, master, app_name, given, False)
     else:  # the JVM of an earlier, stopped session of this process: the configuration wins

@@ -16,12 +16,15 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..api import fit, source_from_config
+from ..coherence import CorpusCoherence
 from ..ml import load_topic_model
 from ..model import TopicModel
 from ..params import TrainParams
+from ..progress import Progress
 from .config import ConfigError, check_config, input_settings, train_params
 from .job import check_local_output, check_output, job_main
 from .session import session_facts
@@ -102,9 +105,10 @@ def spark_record(spark, facts: dict) -> dict:
     return record
 
 
-def run(spark, cfg: dict, resume: bool = False) -> dict:
-    """Train as ``cfg`` says (``resume``: from the newest checkpoint in [checkpoint] dir);
-    returns the metrics written to metrics.json."""
+def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dict:
+    """Train as ``cfg`` says (``resume``: from the newest checkpoint in [checkpoint] dir;
+    ``callbacks``: told of training, e.g. :class:`sparklda.progress.Progress`); returns
+    the metrics written to metrics.json."""
     s = check(cfg)
     if resume and not s.params.checkpoint_dir:
         raise ConfigError(
@@ -123,7 +127,14 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
 
     started = time.time()
     source = source_from_config(spark, s.input)
-    result = fit(source, s.params, initial_model=initial, resume=resume)
+    coherence = CorpusCoherence("u_mass", 10)
+    result = fit(
+        source,
+        s.params,
+        initial_model=initial,
+        resume=resume,
+        callbacks=[*callbacks, coherence],
+    )
     model = result.model
     model.save(s.model, overwrite=s.overwrite)
     final = result.evaluations[-1] if result.evaluations else None
@@ -143,6 +154,8 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
         "rounds": result.rounds,
         "spark": spark_record(spark, facts),
         "topics": model.describe_topics(10),
+        # u_mass (gensim's definition) of the top 10 terms on the training documents
+        "coherence": coherence.result,
     }
     os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
     tmp = metrics_path + ".tmp"
@@ -166,13 +179,23 @@ def run(spark, cfg: dict, resume: bool = False) -> dict:
             f"held-out log-likelihood per token: {final['heldout_loglik']:.4f} "
             f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents"
         )
+    if coherence.result:
+        print(f"topic coherence (u_mass, top 10 terms): {coherence.result['mean']:.4f} mean")
     print(f"model: {s.model}\nmetrics: {metrics_path}")
     return metrics
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    """``sparklda-train``: bad settings fail before Spark starts (exit 2)."""
-    return job_main(argv, DESCRIPTION, check, run, "sparklda-train", prog, resume=True)
+    """``sparklda-train``: bad settings fail before Spark starts (exit 2). Progress goes
+    to stderr (:class:`sparklda.progress.Progress`: a live line on a terminal, plain
+    lines otherwise)."""
+
+    def run_with_progress(spark, cfg: dict, resume: bool = False) -> dict:
+        return run(spark, cfg, resume=resume, callbacks=[Progress(sys.stderr)])
+
+    return job_main(
+        argv, DESCRIPTION, check, run_with_progress, "sparklda-train", prog, resume=True
+    )
 
 
 if __name__ == "__main__":

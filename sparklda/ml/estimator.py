@@ -81,6 +81,8 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        minGain=_TP.min_gain,
+        patience=_TP.patience,
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -116,6 +118,8 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        minGain=_TP.min_gain,
+        patience=_TP.patience,
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -224,6 +228,14 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         """Set :py:attr:`timeBudget`."""
         return self._set(timeBudget=value)
 
+    def setMinGain(self, value):
+        """Set :py:attr:`minGain`."""
+        return self._set(minGain=value)
+
+    def setPatience(self, value):
+        """Set :py:attr:`patience`."""
+        return self._set(patience=value)
+
     def setCheckpointDir(self, value):
         """Set :py:attr:`checkpointDir`."""
         return self._set(checkpointDir=value)
@@ -235,6 +247,16 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setInitialModel(self, value):
         """Set :py:attr:`initialModel`."""
         return self._set(initialModel=value)
+
+    def setCallbacks(self, callbacks) -> LDA:
+        """Training callbacks for the next fits (:class:`sparklda.training.Callback`, e.g.
+        ``[sparklda.progress.Progress()]`` for a progress bar). Not a Param: they are
+        not saved with the estimator."""
+        self._callbacks = list(callbacks)
+        return self
+
+    def getCallbacks(self) -> list:
+        return list(getattr(self, "_callbacks", []))
 
     def _fit(self, dataset) -> LDAModel:
         tp = self._train_params()
@@ -272,7 +294,13 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
             )
         source = from_vectors(dataset, col, vocab=vocab)
         # with a checkpoint directory, a killed fit of the same run continues where it was
-        result = fit(source, tp, initial_model=initial, resume=bool(tp.checkpoint_dir))
+        result = fit(
+            source,
+            tp,
+            initial_model=initial,
+            resume=bool(tp.checkpoint_dir),
+            callbacks=self.getCallbacks(),
+        )
         tm = result.model
         tm.metadata["evaluations"] = result.evaluations
         if initial is not None:

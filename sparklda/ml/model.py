@@ -194,6 +194,43 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         lower is better, perplexity = exp of it. pyspark's is the bound's per-token value."""
         return float(-self._completion(dataset).loglik_per_token)
 
+    def topicCoherence(
+        self,
+        dataset,
+        measure: str = "u_mass",
+        topN: int = 10,
+        tokensCol: str | None = None,
+        windowSize: int | None = None,
+    ) -> list[float]:
+        """Coherence of each topic's ``topN`` top terms on ``dataset``: a list of K floats
+        in topic order (higher is more coherent).
+
+        ``measure="u_mass"`` (Mimno et al. 2011) counts documents in which the terms
+        co-occur, from the vectors of ``featuresCol`` (or the token arrays of
+        ``tokensCol``). ``measure="c_npmi"`` (normalised PMI, Bouma 2009) counts boolean
+        sliding windows of ``windowSize`` tokens (default 10) when ``tokensCol`` names a
+        column of token arrays, and whole documents otherwise. The definitions are
+        gensim's ``CoherenceModel``'s; the counting runs on Spark over ``dataset``.
+        """
+        return self.topicModel.coherence(
+            dataset,
+            measure=measure,
+            top_n=topN,
+            features_col=self.getFeaturesCol(),
+            tokens_col=tokensCol,
+            window=windowSize,
+        )
+
+    def toPyLDAvis(self, dataset) -> dict:
+        """The five inputs of ``pyLDAvis.prepare`` for ``dataset`` (term-count vectors in
+        ``featuresCol``), computed on Spark: ``topic_term_dists`` (K × V, rows summing to
+        one), ``doc_topic_dists`` (D × K, from :meth:`transform`), ``doc_lengths``,
+        ``vocab`` and ``term_frequency``. ``pyLDAvis.prepare(**model.toPyLDAvis(df))``
+        draws the topics (``pip install sparklda[viz]``)."""
+        col = self.getFeaturesCol()
+        check_features(dataset, col)
+        return self.topicModel.pyldavis_inputs(dataset, col, FOLDIN_MAX_ITER)
+
     def trainingHistory(self) -> list[dict]:
         """Held-out evaluations during training (rows with ``round``, ``passes``, ``elapsed_s``,
         ``heldout_loglik``, ``perplexity``); empty when ``heldoutFraction`` was 0."""

@@ -67,6 +67,8 @@ TRAIN_PARAM_NAMES = {
     "optimizeTopicConcentration": "optimize_eta",
     "seedTopics": "seed_topics",
     "seedConfidence": "seed_confidence",
+    "minGain": "min_gain",
+    "patience": "patience",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -293,6 +295,20 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         "Stop training after this many seconds (checked between rounds); 0 or inf = no limit.",
         typeConverter=TypeConverters.toFloat,
     )
+    minGain = Param(
+        Params._dummy(),
+        "minGain",
+        "Early stopping: stop when the held-out log-likelihood per token gains less than this "
+        "many nats per pass for 'patience' consecutive evaluations (0: off). Needs "
+        "heldoutFraction > 0 and evalEvery > 0.",
+        typeConverter=TypeConverters.toFloat,
+    )
+    patience = Param(
+        Params._dummy(),
+        "patience",
+        "Early stopping: consecutive evaluations below minGain that stop training. >= 1.",
+        typeConverter=TypeConverters.toInt,
+    )
     vocabulary = Param(
         Params._dummy(),
         "vocabulary",
@@ -335,6 +351,8 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             heldoutFraction=0.0,
             evalEvery=0,
             timeBudget=0.0,
+            minGain=_TP.min_gain,
+            patience=_TP.patience,
             checkpointDir=None,
             vocabulary=None,
             initialModel=None,
@@ -403,6 +421,12 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getTimeBudget(self) -> float:
         return self.getOrDefault(self.timeBudget)
+
+    def getMinGain(self) -> float:
+        return self.getOrDefault(self.minGain)
+
+    def getPatience(self) -> int:
+        return self.getOrDefault(self.patience)
 
     def getVocabulary(self):
         return self.getOrDefault(self.vocabulary)

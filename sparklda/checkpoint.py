@@ -36,6 +36,7 @@ RESUMABLE_CHANGES = frozenset(
         "checkpoint_dir",
         "checkpoint_seconds",
         "keep_checkpoint",
+        "execution",
     }
 )
 #: The corpus facts a checkpoint is only valid for.

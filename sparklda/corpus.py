@@ -1096,8 +1096,8 @@ def default_parallelism(spark) -> int:
         return int(spark.sparkContext.defaultParallelism)
     from pyspark.sql import functions as F
 
-    row = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id())).head()
-    return int(row[0]) + 1
+    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
+    return len(ids.groupBy("p").count().collect())
 
 
 def docs_from_batch(batch) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
@@ -1492,8 +1492,7 @@ def build_corpus_frame(
     )
     docs = source.documents_frame()
     spark = docs.sparkSession
-    parallelism = default_parallelism(spark)
-    p = parts_per_slice or parallelism
+    p = parts_per_slice or default_parallelism(spark)
     docs = docs.persist(StorageLevel.MEMORY_AND_DISK)
     train = heldout = None
     try:
@@ -1539,16 +1538,16 @@ def build_corpus_frame(
                 arr[int(r[0])] = (r[1], r[2], r[3], r[4])
             slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
             slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
-            n_held = 0
+            n_held = n_nonempty - n_train
             if threshold >= 0:
+                # cached when first scored
                 heldout = (
                     tagged.filter(F.col("held"))
                     .drop("held")
-                    .repartition(parallelism, "doc_id")
+                    .repartition(p, "doc_id")
                     .mapInArrow(_make_heldout(seed, dtype), HELDOUT_SCHEMA)
                     .persist(StorageLevel.MEMORY_AND_DISK)
                 )
-                n_held = int(heldout.agg(F.sum("docs")).head()[0] or 0)
     except BaseException:
         for frame in (train, heldout):
             if frame is not None:

@@ -78,6 +78,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        execution="auto",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -110,6 +111,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         heldoutFraction=0.0,
         evalEvery=0,
         timeBudget=0.0,
+        execution="auto",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -205,6 +207,10 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setTimeBudget(self, value):
         """Set :py:attr:`timeBudget`."""
         return self._set(timeBudget=value)
+
+    def setExecution(self, value):
+        """Set :py:attr:`execution`."""
+        return self._set(execution=value)
 
     def setCheckpointDir(self, value):
         """Set :py:attr:`checkpointDir`."""

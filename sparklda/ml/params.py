@@ -63,6 +63,7 @@ TRAIN_PARAM_NAMES = {
     "timeBudget": "time_budget",
     "checkpointDir": "checkpoint_dir",
     "keepLastCheckpoint": "keep_checkpoint",
+    "execution": "execution",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -257,6 +258,13 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         "Stop training after this many seconds (checked between rounds); 0 or inf = no limit.",
         typeConverter=TypeConverters.toFloat,
     )
+    execution = Param(
+        Params._dummy(),
+        "execution",
+        "How training rounds run: 'classic' (RDDs and broadcasts), 'dataframe' (DataFrames "
+        "only, as Spark Connect needs) or 'auto' (dataframe under Spark Connect, else classic).",
+        typeConverter=TypeConverters.toString,
+    )
     vocabulary = Param(
         Params._dummy(),
         "vocabulary",
@@ -296,6 +304,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             heldoutFraction=0.0,
             evalEvery=0,
             timeBudget=0.0,
+            execution=_TP.execution,
             checkpointDir=None,
             vocabulary=None,
             initialModel=None,
@@ -355,6 +364,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getTimeBudget(self) -> float:
         return self.getOrDefault(self.timeBudget)
+
+    def getExecution(self) -> str:
+        return self.getOrDefault(self.execution)
 
     def getVocabulary(self):
         return self.getOrDefault(self.vocabulary)

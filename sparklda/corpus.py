@@ -1164,13 +1164,14 @@ def _uci_parse_frame(n_docs: int, n_words: int):
 
     def run(batches):
         batches = iter(batches)
-        first = next(batches, None)
-        if first is None:
+        first = next((b for b in batches if b.num_rows), None)
+        if first is None:  # no lines: nothing to count
             return
-        part = int(first.column("_p")[0].as_py()) if first.num_rows else 0
+        part = int(first.column("_p")[0].as_py())
 
         def lines():
-            for batch in _chain(first, batches):
+            yield from first.column("value").to_pylist()
+            for batch in batches:
                 yield from batch.column("value").to_pylist()
 
         docs, terms, counts = [], [], []
@@ -1187,8 +1188,7 @@ def _uci_parse_frame(n_docs: int, n_words: int):
                 docs, terms, counts = [], [], []
         if docs:
             yield _parsed_batch(pa, docs, terms, counts)
-        assert summary is not None
-        key, (n_lines, entries, bad) = summary
+        key, (n_lines, entries, bad) = summary  # the parser always ends with it
         yield pa.RecordBatch.from_pydict(
             {
                 "doc": pa.array([key], pa.int64()),
@@ -1201,11 +1201,6 @@ def _uci_parse_frame(n_docs: int, n_words: int):
         )
 
     return run
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
 
 
 def _parsed_batch(pa, docs, terms, counts):

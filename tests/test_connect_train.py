@@ -23,7 +23,7 @@ from sparklda.params import TrainParams
 from sparklda.training import Callback, train
 from tests.helpers import KOS_DOCWORD
 
-N_DOCS = 240
+N_DOCS = 160
 MODES = ("scvb0", "svb", "cvb0", "cvb")
 
 
@@ -32,8 +32,8 @@ def params(algorithm: str, **kw) -> TrainParams:
         "algorithm": algorithm,
         "k": 4,
         "passes": 2 if algorithm in ("scvb0", "svb") else 3,
-        "minibatch_size": 100,
-        "heldout_count": 20,
+        "minibatch_size": 60,
+        "heldout_count": 16,
         "seed": 7,
         "parts_per_slice": 2,
         "dtype": "float64",
@@ -53,13 +53,17 @@ def docword(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def classic_fits(spark, docword) -> dict:
-    """Every mode fitted in the classic session on both paths."""
-    out = {}
-    for alg in MODES:
-        for execution in ("classic", "dataframe"):
-            out[alg, execution] = fit(read_uci(spark, docword), params(alg, execution=execution))
-    return out
+def classic_fits(spark, docword):
+    """Fits in the classic session on either path, made once when first asked for:
+    ``classic_fits(algorithm, execution)``."""
+    done: dict = {}
+
+    def get(alg: str, execution: str):
+        if (alg, execution) not in done:
+            done[alg, execution] = fit(read_uci(spark, docword), params(alg, execution=execution))
+        return done[alg, execution]
+
+    return get
 
 
 def _blocks(corpus) -> dict:
@@ -87,7 +91,7 @@ def _assert_same_corpus(a, b):
     assert _heldout_ids(a) == _heldout_ids(b)
 
 
-CORPUS_ARGS = {"minibatch_size": 100, "heldout_count": 20, "seed": 7, "parts_per_slice": 2}
+CORPUS_ARGS = {"minibatch_size": 60, "heldout_count": 16, "seed": 7, "parts_per_slice": 2}
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +101,7 @@ def classic_corpus(spark, docword):
     corpus.unpersist()
 
 
+@pytest.mark.slow
 def test_dataframe_corpus_has_the_classic_blocks_and_split(spark, docword, classic_corpus):
     frame = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
     try:
@@ -130,6 +135,7 @@ def _vectors(session, docword, ids: bool):
     return from_vectors(df, "features", "doc" if ids else None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ids", [True, False], ids=["id column", "row position"])
 def test_vector_corpus_matches_between_sessions(spark, connect, docword, ids):
     """from_vectors: documents numbered by an id column or by their position (the
@@ -143,10 +149,12 @@ def test_vector_corpus_matches_between_sessions(spark, connect, docword, ids):
         remote.unpersist()
 
 
-@pytest.mark.parametrize("alg", MODES)
+@pytest.mark.parametrize(
+    "alg", ["scvb0", *(pytest.param(a, marks=pytest.mark.slow) for a in MODES[1:])]
+)
 def test_every_mode_gives_the_same_model_on_every_path(classic_fits, connect, docword, alg):
-    classic = classic_fits[alg, "classic"]
-    frames = classic_fits[alg, "dataframe"]
+    classic = classic_fits(alg, "classic")
+    frames = classic_fits(alg, "dataframe")
     remote = fit(read_uci(connect, docword), params(alg))  # "auto": DataFrames under Connect
     assert frames.report["mode"]["execution"] == "dataframe"
     assert remote.report["mode"]["execution"] == "dataframe"
@@ -160,9 +168,10 @@ def test_every_mode_gives_the_same_model_on_every_path(classic_fits, connect, do
             classic.evaluations[-1]["heldout_loglik"],
             rtol=1e-9,
         )
-        assert other.evaluations[-1]["heldout_documents"] == 20
+        assert other.evaluations[-1]["heldout_documents"] == 16
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alg", ["scvb0", "cvb0"])
 def test_a_large_round_value_is_broadcast_joined(spark, docword, classic_fits, alg):
     """Above the closure limit the round value (and φ̂ for scoring) travels as a
@@ -176,7 +185,7 @@ def test_a_large_round_value_is_broadcast_joined(spark, docword, classic_fits, a
         corpus.unpersist()
     routes = result.report["mode"]["value_routes"]
     assert routes["join"] > 0 and routes["closure"] == 0
-    expected = classic_fits[alg, "classic"]
+    expected = classic_fits(alg, "classic")
     np.testing.assert_allclose(result.model.topic_word, expected.model.topic_word, rtol=1e-6)
     np.testing.assert_allclose(
         result.evaluations[-1]["heldout_loglik"],
@@ -198,6 +207,7 @@ class CrashAt(Callback):
             raise Crash(f"killed after round {self.n}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alg", ["scvb0", "cvb0"])
 def test_resume_on_the_dataframe_path(connect, docword, classic_fits, tmp_path, alg):
     """A run interrupted under Spark Connect resumes from its checkpoint (block states
@@ -208,7 +218,7 @@ def test_resume_on_the_dataframe_path(connect, docword, classic_fits, tmp_path, 
         fit(read_uci(connect, docword), p, callbacks=[CrashAt(3)])
     resumed = fit(read_uci(connect, docword), p, resume=True)
     assert resumed.report["resumed_after_round"] == 2
-    expected = classic_fits[alg, "classic"]
+    expected = classic_fits(alg, "classic")
     assert resumed.report["rounds"] == expected.report["rounds"]
     np.testing.assert_allclose(resumed.model.topic_word, expected.model.topic_word, rtol=1e-6)
 

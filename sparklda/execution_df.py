@@ -251,7 +251,9 @@ class DataFrameExecutor(Executor):
     # -- the round value ------------------------------------------------------
     def _with_value(self, frame, value):
         """(frame to run on, Held or None): the value in the closure, or joined as chunks."""
-        if value is None or value_nbytes(value) <= self.closure_limit:
+        if value is None:
+            return frame, Held(None)
+        if value_nbytes(value) <= self.closure_limit:
             self.routes["closure"] += 1
             return frame, Held(value)
         from pyspark.sql import functions as F
@@ -331,7 +333,7 @@ class DataFrameExecutor(Executor):
 
         (
             self.states.select("part", F.col("docs").cast("int").alias("docs"), "state")
-            .write.mode("errorifexists")
+            .write.mode("error")
             .parquet(path)
         )
 

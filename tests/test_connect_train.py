@@ -10,6 +10,7 @@ sum taken in another order."""
 from __future__ import annotations
 
 import gzip
+import os
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from sparklda.errors import CorpusError
 from sparklda.execution_df import DataFrameExecutor
 from sparklda.params import TrainParams
 from sparklda.training import Callback, train
+from tests.conftest import CONNECT_MODE
 from tests.helpers import KOS_DOCWORD
 
 N_DOCS = 160
@@ -60,7 +62,16 @@ def classic_fits(spark, docword):
 
     def get(alg: str, execution: str):
         if (alg, execution) not in done:
-            done[alg, execution] = fit(read_uci(spark, docword), params(alg, execution=execution))
+            # pyspark.sql.functions build Connect columns while the process-wide Connect
+            # switch is on (the connect fixture): fit in the classic session with it off
+            had = os.environ.pop(CONNECT_MODE, None)
+            try:
+                done[alg, execution] = fit(
+                    read_uci(spark, docword), params(alg, execution=execution)
+                )
+            finally:
+                if had is not None:
+                    os.environ[CONNECT_MODE] = had
         return done[alg, execution]
 
     return get

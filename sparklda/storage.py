@@ -194,13 +194,15 @@ class SparkFiles:
                     pass
 
     # -- small JSON documents and tables ----------------------------------
+    # Writers use the save mode "error" (fail if the path exists): the Spark Connect client
+    # refuses its alias "errorifexists".
     def write_json(self, path: str, obj: Any) -> None:
         """One JSON line, as a one-file text dataset at ``path`` (must not exist)."""
         text = json.dumps(obj, default=_json_default)
         (
             self.spark.createDataFrame([(text,)], "value string")
             .coalesce(1)
-            .write.mode("errorifexists")
+            .write.mode("error")
             .text(path)
         )
 
@@ -232,7 +234,7 @@ class SparkFiles:
             for i in range(0, max(len(data), 1), chunk_bytes):
                 rows.append((name, i // chunk_bytes, bytearray(data[i : i + chunk_bytes])))
         df = self.spark.createDataFrame(rows, "name string, chunk int, data binary")
-        df.coalesce(1).write.mode("errorifexists").parquet(path)
+        df.coalesce(1).write.mode("error").parquet(path)
 
     def read_arrays(self, path: str) -> dict[str, np.ndarray]:
         rows = self.spark.read.parquet(path).collect()
@@ -248,7 +250,7 @@ class SparkFiles:
         """A pyarrow Table as Parquet at ``path`` (through Spark's writer)."""
         df = self.spark.createDataFrame(table)
         n = max(1, -(-table.num_rows // rows_per_file))
-        df.coalesce(n).write.mode("errorifexists").parquet(path)
+        df.coalesce(n).write.mode("error").parquet(path)
 
     def read_table(self, path: str):
         """Parquet at ``path`` as a pyarrow Table."""

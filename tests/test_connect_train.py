@@ -122,6 +122,7 @@ def test_dataframe_corpus_has_the_classic_blocks_and_split(spark, docword, class
         frame.unpersist()
 
 
+@pytest.mark.slow
 def test_connect_corpus_has_the_classic_blocks_and_split(connect, docword, classic_corpus):
     source = read_uci(connect, docword)
     assert source.rdd is None
@@ -257,3 +258,26 @@ def test_wrong_vector_size_under_connect(connect):
         CorpusError, match="must all have the vocabulary size 4; document 2 has size 2"
     ):
         fit(from_vectors(df), TrainParams(k=2, passes=1))
+
+
+@pytest.mark.slow
+def test_text_corpus_matches_between_sessions(spark, connect):
+    """from_text (Spark ML's tokenizer and CountVectorizer, then row positions as ids)
+    gives the same corpus under Spark Connect."""
+    from sparklda.corpus import from_text
+
+    rows = [(f"apple banana cherry w{i % 7} dog egg fig w{i % 5} grape",) for i in range(60)]
+    args = {"minibatch_size": 30, "heldout_count": 6, "seed": 2, "parts_per_slice": 2}
+    had = os.environ.pop(CONNECT_MODE, None)
+    try:
+        classic = build_corpus(from_text(spark.createDataFrame(rows, ["text"])), **args)
+    finally:
+        if had is not None:
+            os.environ[CONNECT_MODE] = had
+    remote = build_corpus_frame(from_text(connect.createDataFrame(rows, ["text"])), **args)
+    try:
+        assert classic.vocab == remote.vocab
+        _assert_same_corpus(classic, remote)
+    finally:
+        classic.unpersist()
+        remote.unpersist()

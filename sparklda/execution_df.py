@@ -233,7 +233,9 @@ class DataFrameExecutor(Executor):
     travel in the closure, larger ones by a broadcast-joined DataFrame.
     Stateful modes keep ``(block, state)`` rows in a DataFrame that every round
     replaces with ``localCheckpoint()`` (an uncut plan would carry every earlier
-    round's closure, and so its round value, to the server each round).
+    round's closure, and so its round value, to the server each round), so the
+    lineage is cut every round whatever ``checkpoint_interval`` says; it is kept
+    for the interface and the report.
     """
 
     def __init__(self, corpus, checkpoint_interval: int = 0, closure_limit: int | None = None):
@@ -375,6 +377,7 @@ class DataFrameExecutor(Executor):
             "execution": "dataframe",
             "checkpoints": self.checkpoints,
             "checkpoint_kind": "local" if self.checkpoints else None,
+            "checkpoint_interval": self.checkpoint_interval,
             "value_routes": dict(self.routes),
             "closure_limit": self.closure_limit,
         }

@@ -32,6 +32,7 @@ from .execution import (
     Executor,
     RoundOutput,
     advance_partition,
+    check_restored_state,
     init_partition,
     stateless_partition,
     statistics_partition,
@@ -144,65 +145,64 @@ def stateless_round(held: Held | None, kernel: Callable) -> Callable[[Iterable],
     return run
 
 
-def _state_rows(items: Iterable, parts: list[int], statistics: Callable) -> list[dict]:
+def _states_batch(rows: list[dict], items: Iterable, statistics: Callable):
+    """Arrow rows of :data:`STATES_SCHEMA`: each ``(block, state, seconds)`` of ``items``
+    (one per row of ``rows``, whose ``part`` and block bytes it keeps) with the
+    statistics of its state."""
     out = []
-    for part, (block, state, seconds) in zip(parts, items, strict=True):
+    for r, (block, state, seconds) in zip(rows, items, strict=True):
         (stats,) = statistics_partition(statistics)([(block, state, seconds)])
-        row = _stats_row(part, stats)
-        row["block"] = None  # filled by the caller (the block's bytes as they came)
+        row = _stats_row(r["part"], stats)
+        row["block"] = r["block"]
         row["state"] = arrays_to_bytes([np.ascontiguousarray(state)])
         out.append(row)
-    return out
+    return _batch(out, STATES_SCHEMA) if out else None
 
 
-def init_round(held: Held | None, init_state: Callable, statistics: Callable):
+def _state_round(held: Held | None, items: Callable, statistics: Callable):
+    """mapInArrow over block rows: ``items(rows, source)`` gives each row's
+    ``(block, state, seconds)``; the result is :data:`STATES_SCHEMA` rows."""
+
     def run(batches):
         rows, source = _read_rows(batches, held)
-        blocks = [block_from_bytes(r["block"]) for r in rows]
-        items = init_partition(source, init_state)(blocks)
-        out = _state_rows(items, [r["part"] for r in rows], statistics)
-        for r, o in zip(rows, out, strict=True):
-            o["block"] = r["block"]
-        if out:
-            yield _batch(out, STATES_SCHEMA)
+        batch = _states_batch(rows, items(rows, source), statistics)
+        if batch is not None:
+            yield batch
 
     return run
 
 
+def init_round(held: Held | None, init_state: Callable, statistics: Callable):
+    def items(rows, source):
+        blocks = [block_from_bytes(r["block"]) for r in rows]
+        return init_partition(source, init_state)(blocks)
+
+    return _state_round(held, items, statistics)
+
+
 def advance_round(held: Held | None, kernel: Callable, statistics: Callable):
-    def run(batches):
-        rows, source = _read_rows(batches, held)
+    def items(rows, source):
         given = (
             (block_from_bytes(r["block"]), arrays_from_bytes(r["state"], 1)[0], r["kernel_s"])
             for r in rows
         )
-        items = advance_partition(source, kernel)(given)
-        out = _state_rows(items, [r["part"] for r in rows], statistics)
-        for r, o in zip(rows, out, strict=True):
-            o["block"] = r["block"]
-        if out:
-            yield _batch(out, STATES_SCHEMA)
+        return advance_partition(source, kernel)(given)
 
-    return run
+    return _state_round(held, items, statistics)
 
 
-def restore_round(batches):
-    """Blocks joined with saved states: the states, checked against their blocks."""
-    for batch in batches:
-        cols = batch.to_pydict()
-        for j in range(batch.num_rows):
-            if cols["state"][j] is None:
-                raise ValueError(
-                    f"the checkpoint has no block state for partition {cols['part'][j]}"
-                )
-            (state,) = arrays_from_bytes(cols["state"][j], 1)
-            block = block_from_bytes(cols["block"][j])
-            if state.shape[0] != block.nnz:
-                raise ValueError(
-                    f"a checkpointed block state has {state.shape[0]} rows; its "
-                    f"block has {block.nnz} (document, term) pairs"
-                )
-    yield from ()
+def restore_round(statistics: Callable):
+    """Blocks left-joined with saved states: each state checked against its block
+    (:func:`~sparklda.execution.check_restored_state`)."""
+
+    def items(rows, _):
+        for r in rows:
+            block = block_from_bytes(r["block"])
+            if r["state"] is None:
+                raise ValueError(f"the checkpoint has no block state for partition {r['part']}")
+            yield check_restored_state(block, arrays_from_bytes(r["state"], 1)[0])
+
+    return _state_round(Held(None), items, statistics)
 
 
 def score_round(held: Held | None, alpha: float, max_iter: int, tol: float):
@@ -220,6 +220,17 @@ def score_round(held: Held | None, alpha: float, max_iter: int, tol: float):
             )
 
     return run
+
+
+def _output(parts: list, value, t0: float, t1: float, t2: float) -> RoundOutput:
+    """A round's output: value built and routed in [t0, t1], the job in [t1, t2] (the
+    value needs no release: a closure or a joined DataFrame is dropped with the plan)."""
+    return RoundOutput(
+        parts,
+        {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
+        shipped_bytes=value_nbytes(value),
+        driver_bytes=sum(p.nbytes for p in parts),
+    )
 
 
 # --------------------------------------------------------------------------
@@ -288,14 +299,8 @@ class DataFrameExecutor(Executor):
         rows = states.select(*[c.split(" ")[0] for c in STATS_SCHEMA.split(", ")]).collect()
         t2 = time.perf_counter()
         self.states = states
-        parts = self._parts(rows)
         self._info = {"checkpointed": True, "lineage_depth": 1}
-        return RoundOutput(
-            parts,
-            {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
-            shipped_bytes=value_nbytes(value),
-            driver_bytes=sum(p.nbytes for p in parts),
-        )
+        return _output(self._parts(rows), value, t0, t1, t2)
 
     def run_round(self, mode, t: int) -> RoundOutput:
         from pyspark.sql import functions as F
@@ -320,14 +325,8 @@ class DataFrameExecutor(Executor):
         t1 = time.perf_counter()
         rows = frame.mapInArrow(stateless_round(held, mode.kernel(t)), STATS_SCHEMA).collect()
         t2 = time.perf_counter()
-        parts = self._parts(rows)
         self._info = {}
-        return RoundOutput(
-            parts,
-            {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
-            shipped_bytes=value_nbytes(value),
-            driver_bytes=sum(p.nbytes for p in parts),
-        )
+        return _output(self._parts(rows), value, t0, t1, t2)
 
     # -- checkpoints of the block states ------------------------------------------
     def save_states(self, path: str) -> None:
@@ -342,8 +341,7 @@ class DataFrameExecutor(Executor):
     def load_states(self, mode, path: str) -> None:
         saved = self.spark.read.parquet(path).select("part", "state")
         joined = self.corpus.train.select("part", "block").join(saved, "part", "left")
-        joined.mapInArrow(restore_round, "part int").collect()  # the checks, on the executors
-        states = joined.mapInArrow(_restored_states(mode.statistics()), STATES_SCHEMA)
+        states = joined.mapInArrow(restore_round(mode.statistics()), STATES_SCHEMA)
         self._advance(states, None, time.perf_counter(), time.perf_counter())
 
     # -- evaluation -------------------------------------------------------------------
@@ -384,18 +382,3 @@ class DataFrameExecutor(Executor):
 
     def close(self) -> None:
         self.states = None
-
-
-def _restored_states(statistics: Callable):
-    def run(batches):
-        rows, _ = _read_rows(batches, Held(None))
-        items = [
-            (block_from_bytes(r["block"]), arrays_from_bytes(r["state"], 1)[0], 0.0) for r in rows
-        ]
-        out = _state_rows(items, [r["part"] for r in rows], statistics)
-        for r, o in zip(rows, out, strict=True):
-            o["block"] = r["block"]
-        if out:
-            yield _batch(out, STATES_SCHEMA)
-
-    return run

@@ -11,8 +11,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .corpus import DocSource, build_corpus, from_text, from_vectors, load_text_dataframe, read_uci
-from .errors import CorpusError, executor_errors
+from .corpus import (
+    DocSource,
+    build_corpus,
+    build_corpus_frame,
+    from_text,
+    from_vectors,
+    load_text_dataframe,
+    read_uci,
+)
+from .errors import CorpusError, ParamError, executor_errors
 from .inference import transform_dataframe
 from .model import TopicModel
 from .params import TrainParams
@@ -74,7 +82,8 @@ def fit(
         hook = getattr(cb, "on_build_start", None)
         if hook is not None:
             hook(source.what)
-    corpus = build_corpus(
+    build = build_corpus_frame if uses_dataframes(source, params) else build_corpus
+    corpus = build(
         source,
         minibatch_size=params.minibatch_size,
         heldout_fraction=params.heldout_fraction,
@@ -98,6 +107,21 @@ def fit(
         corpus.unpersist()
     result.report["corpus_build_seconds"] = build_seconds
     return result
+
+
+def uses_dataframes(source: DocSource, params: TrainParams) -> bool:
+    """Whether ``params.execution`` picks the DataFrame-only path for ``source``: "auto"
+    does when the source has no RDD (it was read in a Spark Connect session)."""
+    if params.execution == "dataframe":
+        return True
+    if params.execution == "classic":
+        if source.rdd is None:
+            raise ParamError(
+                f"The 'execution' parameter is 'classic' but {source.what} was read in a "
+                f"Spark Connect session, which has no RDDs; use 'auto' or 'dataframe'."
+            )
+        return False
+    return source.rdd is None
 
 
 def transform(

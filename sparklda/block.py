@@ -9,6 +9,7 @@ the cached corpus costs 8 bytes per (document, term) pair plus 16 per document.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,3 +133,32 @@ def split_halves(doc_id: int, terms: np.ndarray, counts: np.ndarray, seed: int):
     a = rng.multivariate_hypergeometric(c, int(c.sum()) // 2)
     b = c - a
     return (terms[a > 0], a[a > 0]), (terms[b > 0], b[b > 0])
+
+
+# --------------------------------------------------------------------------
+# Bytes (the DataFrame-only path keeps blocks in binary columns)
+
+_BLOCK_FIELDS = ("doc_ids", "indptr", "terms", "local", "counts")
+
+
+def arrays_to_bytes(arrays) -> bytes:
+    """Arrays as one byte string: each in ``.npy`` format, one after the other (no pickle)."""
+    buf = io.BytesIO()
+    for a in arrays:
+        np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
+def arrays_from_bytes(data: bytes, n: int) -> list[np.ndarray]:
+    """The ``n`` arrays :func:`arrays_to_bytes` wrote."""
+    buf = io.BytesIO(data)
+    return [np.load(buf, allow_pickle=False) for _ in range(n)]
+
+
+def block_to_bytes(block: DocBlock) -> bytes:
+    """A :class:`DocBlock`'s arrays as bytes (:func:`block_from_bytes` reads them back)."""
+    return arrays_to_bytes(getattr(block, name) for name in _BLOCK_FIELDS)
+
+
+def block_from_bytes(data: bytes) -> DocBlock:
+    return DocBlock(*arrays_from_bytes(data, len(_BLOCK_FIELDS)))

@@ -40,6 +40,7 @@ RESUMABLE_CHANGES = frozenset(
         "checkpoint_seconds",
         "keep_checkpoint",
         "combine",
+        "execution",
     }
 )
 #: The corpus facts a checkpoint is only valid for.

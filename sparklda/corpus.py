@@ -23,7 +23,9 @@ import logging
 import math
 import re
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from pyspark import StorageLevel
@@ -33,6 +35,7 @@ from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
 from .params import BY_NAME, Constraint, check_param, default_minibatch_size
+from .storage import is_connect
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,33 @@ class DocSource:
     vocab: list | None
     what: str
     declared_docs: int | None = None
+    #: Builds the same documents as a DataFrame (:data:`DOCS_SCHEMA`), with no RDD, for
+    #: the DataFrame-only path (Spark Connect); None when the input has no such form.
+    #: Under Spark Connect ``rdd`` is None and only this is set. It returns the DataFrame
+    #: and the intermediate DataFrames it cached (unpersisted by :meth:`release_frame`).
+    frame: Callable[[], tuple[Any, list]] | None = None
+
+    def documents_frame(self):
+        """The documents as a DataFrame of :data:`DOCS_SCHEMA` (built once)."""
+        if self.frame is None:
+            raise CorpusError(
+                f"{self.what} has no DataFrame form (it was built from an RDD); the "
+                f"DataFrame-only path ('execution' = 'dataframe') needs an input read by "
+                f"read_uci, from_vectors or from_text."
+            )
+        cached = getattr(self, "_frame", None)
+        if cached is None:
+            cached = self.frame()
+            self._frame = cached
+        return cached[0]
+
+    def release_frame(self) -> None:
+        """Unpersist what building :meth:`documents_frame` cached (called once the
+        corpus's blocks are cached); it is built again if asked for later."""
+        cached = getattr(self, "_frame", None)
+        self._frame = None
+        for frame in cached[1] if cached else ():
+            frame.unpersist()
 
 
 # --------------------------------------------------------------------------
@@ -271,14 +301,21 @@ def read_uci(
     :class:`CorpusError` naming the file and the line. A ``.gz`` file that is
     cut short or corrupt raises :class:`CorpusError` naming the file.
     """
-    sc = spark.sparkContext
     what = f"UCI docword file {docword_path!r}"
-    if is_sample(docword_path):
-        lines = _sample_lines(sc, str(docword_path), min_partitions)
+    connect = is_connect(spark)
+    if connect:
+        lines = None
+        line_frame = _uci_line_frame(spark, str(docword_path), min_partitions)
+        with executor_errors(what):
+            header = [r[0] for r in line_frame.head(3)]
     else:
-        lines = sc.textFile(str(docword_path), minPartitions=min_partitions)
-    with executor_errors(what):
-        header = lines.take(3)
+        sc = spark.sparkContext
+        if is_sample(docword_path):
+            lines = _sample_lines(sc, str(docword_path), min_partitions)
+        else:
+            lines = sc.textFile(str(docword_path), minPartitions=min_partitions)
+        with executor_errors(what):
+            header = lines.take(3)
     try:
         n_docs, n_words, nnz = (int(h.strip()) for h in header)
     except ValueError:
@@ -299,13 +336,19 @@ def read_uci(
     else:
         check_encoding(encoding, "uci", "read_uci")
 
-    n_parts = max(sc.defaultParallelism, min_partitions or 1)
-    documents = (
-        lines.mapPartitionsWithIndex(_uci_parser(n_docs, n_words))
-        .groupByKey(numPartitions=n_parts, partitionFunc=_uci_partition)
-        .mapPartitionsWithIndex(_uci_documents(what, nnz))
-    )
-    return DocSource(documents, n_words, vocab, what, declared_docs=n_docs)
+    def frame():
+        lf = line_frame if connect else _uci_line_frame(spark, str(docword_path), min_partitions)
+        return _uci_documents_frame(lf, what, n_docs, n_words, nnz)
+
+    documents = None
+    if lines is not None:
+        n_parts = max(sc.defaultParallelism, min_partitions or 1)
+        documents = (
+            lines.mapPartitionsWithIndex(_uci_parser(n_docs, n_words))
+            .groupByKey(numPartitions=n_parts, partitionFunc=_uci_partition)
+            .mapPartitionsWithIndex(_uci_documents(what, nnz))
+        )
+    return DocSource(documents, n_words, vocab, what, declared_docs=n_docs, frame=frame)
 
 
 def check_vector_column(df, col: str, param: str = "featuresCol"):
@@ -422,6 +465,13 @@ def from_vectors(
             f"{features_col!r} have size {size}."
         )
     what = f"column {features_col!r}"
+    vocab = list(vocab) if vocab is not None else None
+
+    def frame():
+        return _vector_documents_frame(df, features_col, id_col, size, what)
+
+    if is_connect(df.sparkSession):
+        return DocSource(None, size, vocab, what, frame=frame)
 
     def to_doc(row_id, vec):
         # counts are checked, with the bad value named, by validate()
@@ -433,7 +483,7 @@ def from_vectors(
         rdd = (
             df.select(features_col).rdd.zipWithIndex().map(lambda ri: to_doc(int(ri[1]), ri[0][0]))
         )
-    return DocSource(rdd, size, list(vocab) if vocab is not None else None, what)
+    return DocSource(rdd, size, vocab, what, frame=frame)
 
 
 def load_text_dataframe(
@@ -678,6 +728,12 @@ def validate(source: DocSource) -> dict:
         stats = source.rdd.mapPartitions(_check_partition(source.what, source.vocab_size)).reduce(
             _merge_checks
         )
+    return check_counts(source, stats)
+
+
+def check_counts(source: DocSource, stats: dict) -> dict:
+    """Raise :class:`CorpusError` for the first kind of problem the validation pass found
+    (``stats``, :func:`_check_partition` summaries merged); the counts otherwise."""
     what = source.what
     p = stats["problems"]
     if "non-finite" in p:
@@ -717,6 +773,46 @@ def validate(source: DocSource) -> dict:
 
 
 # --------------------------------------------------------------------------
+# Pure helpers shared by the RDD and the DataFrame paths
+
+
+def heldout_keys(ids: np.ndarray, seed: int) -> np.ndarray:
+    """Each document's seeded held-out key in [0, 1): a count holds out the smallest."""
+    return uniform_per_doc(seed, Stream.HELDOUT, np.asarray(ids, dtype=np.int64))
+
+
+def heldout_mask(ids: np.ndarray, seed: int, threshold: float, by_count: bool) -> np.ndarray:
+    """Which documents are held out: key ≤ threshold (a count's largest kept key) or
+    key < threshold (a fraction)."""
+    u = heldout_keys(ids, seed)
+    return u <= threshold if by_count else u < threshold
+
+
+def block_partitions(ids: np.ndarray, seed: int, n_slices: int, p: int) -> np.ndarray:
+    """Each training document's partition ``slice * p + i`` (seeded by its id only)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    s = np.minimum(
+        (uniform_per_doc(seed, Stream.SLICE, ids) * n_slices).astype(np.int64), n_slices - 1
+    )
+    i = np.minimum((uniform_per_doc(seed, Stream.PART, ids) * p).astype(np.int64), p - 1)
+    return s * p + i
+
+
+def heldout_block(docs, seed: int, dtype=np.float32) -> HeldoutBlock:
+    """A :class:`HeldoutBlock` of (doc_id, terms, counts): each document's tokens split
+    in half, seeded by (seed, doc id) (:func:`sparklda.block.split_halves`)."""
+    items = [(d[0], *split_halves(d[0], d[1], d[2], seed)) for d in docs]
+    obs = DocBlock.from_docs(((i, a[0], a[1]) for i, a, _ in items), dtype=dtype)
+    tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
+    return HeldoutBlock(obs, tgt)
+
+
+def clean_documents(docs):
+    """The non-empty documents, without their zero counts."""
+    return (_clean(d) for d in docs if _nonempty(d))
+
+
+# --------------------------------------------------------------------------
 # Layout
 
 
@@ -745,6 +841,14 @@ class Corpus:
     train_bytes: int
     seed: int
     report: dict = field(default_factory=dict)
+    #: "rdd": ``train``/``heldout`` are RDDs of blocks; "dataframe": cached DataFrames of
+    #: :data:`BLOCKS_SCHEMA` / :data:`HELDOUT_SCHEMA` (the DataFrame-only path)
+    kind: str = "rdd"
+
+    @property
+    def spark(self):
+        """The session of a DataFrame-path corpus (None for an RDD one: the active one)."""
+        return self.train.sparkSession if self.kind == "dataframe" else None
 
     def slice_partitions(self, s: int) -> list[int]:
         p = self.parts_per_slice
@@ -792,9 +896,7 @@ def split_documents(
                 f"than the number of non-empty documents ({n_nonempty} of the "
                 f"{stats['docs']} documents of {source.what}) to leave documents to train on."
             )
-        keys = docs_ok.map(
-            lambda d: float(uniform_per_doc(seed, Stream.HELDOUT, np.array([d[0]]))[0])
-        )
+        keys = docs_ok.map(lambda d: float(heldout_keys(np.array([d[0]]), seed)[0]))
         with executor_errors(source.what):
             threshold = keys.takeOrdered(heldout_count)[-1]
     elif heldout_fraction > 0:
@@ -808,8 +910,7 @@ def split_documents(
         if not batch:
             return iter(())
         ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-        u = uniform_per_doc(seed, Stream.HELDOUT, ids)
-        held = u <= threshold if by_count else u < threshold
+        held = heldout_mask(ids, seed, threshold, by_count)
         return ((bool(held[i]), d) for i, d in enumerate(batch))
 
     tagged = docs_ok.mapPartitions(tag)
@@ -828,21 +929,13 @@ def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | Non
     """
     n_parts = n_parts or docs_rdd.context.defaultParallelism
 
-    def split(d):
-        (ta, ca), (tb, cb) = split_halves(d[0], d[1], d[2], seed)
-        return d[0], (ta, ca), (tb, cb)
-
     def make_heldout(it):
-        items = list(it)
-        obs = DocBlock.from_docs(((i, a[0], a[1]) for i, a, _ in items), dtype=dtype)
-        tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
-        yield HeldoutBlock(obs, tgt)
+        yield heldout_block(it, seed, dtype)
 
     return (
         docs_rdd.map(lambda d: (d[0], d))
         .partitionBy(n_parts)
         .values()
-        .map(split)
         .mapPartitions(make_heldout)
         .setName("sparklda held-out blocks")
         .persist(StorageLevel.MEMORY_ONLY)
@@ -906,14 +999,8 @@ def build_corpus(
                 if not batch:
                     return iter(())
                 ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-                s = np.minimum(
-                    (uniform_per_doc(seed, Stream.SLICE, ids) * n_slices).astype(np.int64),
-                    n_slices - 1,
-                )
-                i = np.minimum(
-                    (uniform_per_doc(seed, Stream.PART, ids) * p).astype(np.int64), p - 1
-                )
-                return ((int(s[k] * p + i[k]), d) for k, d in enumerate(batch))
+                parts = block_partitions(ids, seed, n_slices, p)
+                return ((int(parts[k]), d) for k, d in enumerate(batch))
 
             def make_block(it):
                 yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
@@ -933,7 +1020,39 @@ def build_corpus(
             n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
     finally:
         docs.unpersist()
+        source.release_frame()
+    return _corpus(
+        source,
+        stats,
+        train,
+        heldout,
+        n_slices,
+        p,
+        slice_docs,
+        slice_tokens,
+        arr,
+        n_held,
+        seed,
+        minibatch_size=minibatch_size,
+    )
 
+
+def _corpus(
+    source,
+    stats,
+    train,
+    heldout,
+    n_slices,
+    p,
+    slice_docs,
+    slice_tokens,
+    arr,
+    n_held,
+    seed,
+    kind: str = "rdd",
+    minibatch_size: int = 0,
+) -> Corpus:
+    """The :class:`Corpus` and its report from what either path built."""
     corpus = Corpus(
         train=train,
         heldout=heldout,
@@ -950,6 +1069,7 @@ def build_corpus(
         n_empty_docs=int(stats["empty"]),
         train_bytes=int(arr[:, 3].sum()),
         seed=seed,
+        kind=kind,
     )
     corpus.report = {
         "documents_read": int(stats["docs"]),
@@ -969,3 +1089,496 @@ def build_corpus(
     if corpus.n_empty_docs:
         log.info("skipped %d empty documents", corpus.n_empty_docs)
     return corpus
+
+
+# --------------------------------------------------------------------------
+# The DataFrame-only path (Spark Connect): the same documents, checks, split and
+# block layout as above, with DataFrames and mapInArrow instead of RDDs
+# (docs/architecture.md, "Spark Connect path").
+
+#: Columns of a documents DataFrame (:meth:`DocSource.documents_frame`).
+DOCS_SCHEMA = "doc_id long, terms array<long>, counts array<double>"
+#: Columns of the cached training blocks of the DataFrame path (one row per block).
+BLOCKS_SCHEMA = "part int, docs long, tokens double, pairs long, nbytes long, block binary"
+#: Columns of the cached held-out blocks of the DataFrame path.
+HELDOUT_SCHEMA = "docs long, observed binary, target binary"
+
+
+def default_parallelism(spark) -> int:
+    """The session's default parallelism, also without a SparkContext (Spark Connect:
+    the partitions of a ``range`` without a partition count, which Spark sets to it)."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    from pyspark.sql import functions as F
+
+    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
+    return len(ids.groupBy("p").count().collect())
+
+
+def docs_from_batch(batch) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """``(doc_id, terms int64, counts float64)`` of each row of an Arrow batch of
+    :data:`DOCS_SCHEMA`."""
+    ids = batch.column("doc_id").to_numpy(zero_copy_only=False)
+    tcol, ccol = batch.column("terms"), batch.column("counts")
+    toff, tval = tcol.offsets.to_numpy(), tcol.values.to_numpy(zero_copy_only=False)
+    coff, cval = ccol.offsets.to_numpy(), ccol.values.to_numpy(zero_copy_only=False)
+    for j in range(len(ids)):
+        yield (
+            int(ids[j]),
+            np.asarray(tval[toff[j] : toff[j + 1]], np.int64),
+            np.asarray(cval[coff[j] : coff[j + 1]], np.float64),
+        )
+
+
+def docs_to_batch(docs, extra: dict | None = None):
+    """An Arrow batch of :data:`DOCS_SCHEMA` (plus ``extra`` columns) from documents."""
+    import pyarrow as pa
+
+    docs = list(docs)
+    lengths = np.fromiter((len(d[1]) for d in docs), np.int64, len(docs))
+    offsets = np.zeros(len(docs) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    terms = np.concatenate([d[1] for d in docs]).astype(np.int64) if docs else np.zeros(0, np.int64)
+    counts = np.concatenate([d[2] for d in docs]).astype(np.float64) if docs else np.zeros(0)
+    columns = {
+        "doc_id": pa.array(np.fromiter((d[0] for d in docs), np.int64, len(docs))),
+        "terms": pa.ListArray.from_arrays(pa.array(offsets), pa.array(terms)),
+        "counts": pa.ListArray.from_arrays(pa.array(offsets), pa.array(counts)),
+    }
+    for name, values in (extra or {}).items():
+        columns[name] = pa.array(values)
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def _frame_docs(batches) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    for batch in batches:
+        yield from docs_from_batch(batch)
+
+
+def _uci_line_frame(spark, path: str, min_partitions: int | None):
+    """The lines of a docword file as a DataFrame (column ``value``), in file order
+    partition by partition; a shipped sample's lines are read on the driver."""
+    if is_sample(path):
+        data = _read_local_bytes(resolve_sample(path), f"Sample file {path!r}")
+        lines = _text_lines(decode_text(data, "utf-8", f"Sample file {path!r}"))
+        frame = spark.createDataFrame([(line,) for line in lines], "value string")
+    else:
+        frame = spark.read.text(path)
+    return frame
+
+
+_UCI_PARSED = "doc long, term long, count double, bad_line long, problem string, line string"
+
+
+def _uci_parse_frame(n_docs: int, n_words: int):
+    """mapInArrow: :func:`_uci_parser` over a partition of lines (its index from the
+    ``_p`` column); entries as (doc, term, count), the summary as a row with doc < 0."""
+    import pyarrow as pa
+
+    parser = _uci_parser(n_docs, n_words)
+
+    def run(batches):
+        batches = iter(batches)
+        first = next((b for b in batches if b.num_rows), None)
+        if first is None:  # no lines: nothing to count
+            return
+        part = int(first.column("_p")[0].as_py())
+
+        def lines():
+            yield from first.column("value").to_pylist()
+            for batch in batches:
+                yield from batch.column("value").to_pylist()
+
+        docs, terms, counts = [], [], []
+        summary = None
+        for key, value in parser(part, lines()):
+            if key < 0:
+                summary = (key, value)
+                continue
+            docs.append(key)
+            terms.append(value[0])
+            counts.append(value[1])
+            if len(docs) >= 65536:
+                yield _parsed_batch(pa, docs, terms, counts)
+                docs, terms, counts = [], [], []
+        if docs:
+            yield _parsed_batch(pa, docs, terms, counts)
+        key, (n_lines, entries, bad) = summary  # the parser always ends with it
+        yield pa.RecordBatch.from_pydict(
+            {
+                "doc": pa.array([key], pa.int64()),
+                "term": pa.array([n_lines], pa.int64()),
+                "count": pa.array([float(entries)], pa.float64()),
+                "bad_line": pa.array([bad[0] if bad else None], pa.int64()),
+                "problem": pa.array([bad[1] if bad else None], pa.string()),
+                "line": pa.array([bad[2] if bad else None], pa.string()),
+            }
+        )
+
+    return run
+
+
+def _parsed_batch(pa, docs, terms, counts):
+    n = len(docs)
+    return pa.RecordBatch.from_pydict(
+        {
+            "doc": pa.array(docs, pa.int64()),
+            "term": pa.array(terms, pa.int64()),
+            "count": pa.array(counts, pa.float64()),
+            "bad_line": pa.nulls(n, pa.int64()),
+            "problem": pa.nulls(n, pa.string()),
+            "line": pa.nulls(n, pa.string()),
+        }
+    )
+
+
+def _group_uci_entries(batches):
+    """mapInArrow over (doc, term, count) rows sorted by doc then term then count within
+    the partition: one document per doc id, as :func:`_uci_documents` builds them."""
+    import pyarrow as pa
+
+    table = pa.Table.from_batches(list(batches))
+    if table.num_rows == 0:
+        return
+    doc = table.column("doc").to_numpy()
+    term = table.column("term").to_numpy()
+    count = table.column("count").to_numpy()
+    starts = np.flatnonzero(np.concatenate([[True], doc[1:] != doc[:-1]]))
+    ends = np.append(starts[1:], len(doc))
+    docs = [
+        (int(doc[a]), term[a:b].astype(np.int64), count[a:b].astype(np.float64))
+        for a, b in zip(starts, ends, strict=True)
+    ]
+    for k in range(0, len(docs), 4096):
+        yield docs_to_batch(docs[k : k + 4096])
+
+
+def _uci_documents_frame(line_frame, what: str, n_docs: int, n_words: int, nnz: int):
+    """The documents of a docword file (DataFrame of :data:`DOCS_SCHEMA`), its body
+    checked against the header first (:func:`_check_uci_body`: the same errors)."""
+    from pyspark.sql import functions as F
+
+    parsed = line_frame.select(F.spark_partition_id().alias("_p"), "value").mapInArrow(
+        _uci_parse_frame(n_docs, n_words), _UCI_PARSED
+    )
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    with executor_errors(what):
+        rows = parsed.filter(F.col("doc") < 0).collect()
+    summaries = [
+        (
+            -1 - int(r["doc"]),
+            (
+                int(r["term"]),
+                int(r["count"]),
+                (int(r["bad_line"]), r["problem"], r["line"]) if r["problem"] is not None else None,
+            ),
+        )
+        for r in rows
+    ]
+    try:
+        _check_uci_body(what, nnz, summaries)
+    except CorpusError:
+        parsed.unpersist()
+        raise
+    n_parts = max(1, len(summaries))
+    docs = (
+        parsed.filter(F.col("doc") >= 0)
+        .select("doc", "term", "count")
+        .repartition(n_parts, "doc")
+        .sortWithinPartitions("doc", "term", "count")
+        .mapInArrow(_group_uci_entries, DOCS_SCHEMA)
+    )
+    return docs, [parsed]
+
+
+def _vector_documents(size: int, what: str, offsets: np.ndarray | None):
+    """mapInArrow: the documents of a vector column (``_v``, Arrow struct of a Spark ML
+    vector), ids from ``_id`` or, without one, the row's position in the DataFrame
+    (``offsets`` of each partition plus the row's index in it: zipWithIndex's ids)."""
+    from pyspark.ml.linalg import VectorUDT
+
+    udt = VectorUDT()
+    mask = (1 << 33) - 1
+
+    def run(batches):
+        for batch in batches:
+            vecs = batch.column("_v").to_pylist()
+            if offsets is None:
+                ids = batch.column("_id").to_numpy(zero_copy_only=False)
+            else:
+                p = batch.column("_p").to_numpy(zero_copy_only=False)
+                m = batch.column("_m").to_numpy(zero_copy_only=False)
+                ids = offsets[p] + (m & mask)
+            docs = []
+            for j, v in enumerate(vecs):
+                doc = int(ids[j])
+                vec = (
+                    None
+                    if v is None
+                    else udt.deserialize(tuple(v[f] for f in ("type", "size", "indices", "values")))
+                )
+                # counts are checked, with the bad value named, by the validation pass
+                docs.append((doc, *vector_to_arrays(vec, size, what, doc, check_counts=False)))
+            yield docs_to_batch(docs)
+
+    return run
+
+
+def _vector_documents_frame(df, features_col: str, id_col: str | None, size: int, what: str):
+    from pyspark.sql import functions as F
+
+    if id_col is not None:
+        sel = df.select(F.col(id_col).cast("long").alias("_id"), F.col(features_col).alias("_v"))
+        return sel.mapInArrow(_vector_documents(size, what, None), DOCS_SCHEMA), []
+    sel = df.select(
+        F.spark_partition_id().alias("_p"),
+        F.monotonically_increasing_id().alias("_m"),
+        F.col(features_col).alias("_v"),
+    )
+    with executor_errors(what):
+        counts = {int(r[0]): int(r[1]) for r in sel.groupBy("_p").count().collect()}
+    n = max(counts, default=-1) + 1
+    per_part = np.array([counts.get(i, 0) for i in range(n)], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(per_part)[:-1]]).astype(np.int64)
+    return sel.mapInArrow(_vector_documents(size, what, offsets), DOCS_SCHEMA), []
+
+
+def _check_frame_partition(what: str, vocab_size: int):
+    import json
+
+    import pyarrow as pa
+
+    check = _check_partition(what, vocab_size)
+
+    def run(batches):
+        for summary in check(_frame_docs(batches)):
+            text = json.dumps(summary, default=lambda o: o.item())
+            yield pa.RecordBatch.from_pydict({"summary": [text]})
+
+    return run
+
+
+def validate_frame(source: DocSource, docs) -> dict:
+    """:func:`validate` on a documents DataFrame: the same checks, counts and errors."""
+    import functools
+    import json
+
+    with executor_errors(source.what):
+        rows = docs.mapInArrow(
+            _check_frame_partition(source.what, source.vocab_size), "summary string"
+        ).collect()
+    summaries = [json.loads(r[0]) for r in rows]
+    for s in summaries:
+        s["problems"] = {k: tuple(v) for k, v in s["problems"].items()}
+    if not summaries:
+        summaries = [{"docs": 0, "empty": 0, "nnz": 0, "tokens": 0.0, "problems": {}, "max_id": -1}]
+    return check_counts(source, functools.reduce(_merge_checks, summaries))
+
+
+def _tag_documents(seed: int, threshold: float, by_count: bool):
+    """mapInArrow: the non-empty documents without zero counts, with ``held``."""
+
+    def run(batches):
+        for batch in batches:
+            docs = list(clean_documents(docs_from_batch(batch)))
+            ids = np.fromiter((d[0] for d in docs), np.int64, len(docs))
+            held = (
+                heldout_mask(ids, seed, threshold, by_count)
+                if threshold >= 0
+                else np.zeros(len(docs), bool)
+            )
+            yield docs_to_batch(docs, {"held": held})
+
+    return run
+
+
+def _smallest_keys(seed: int, n: int):
+    import pyarrow as pa
+
+    def run(batches):
+        keys = [
+            heldout_keys(
+                np.array([d[0] for d in clean_documents(docs_from_batch(b))], np.int64), seed
+            )
+            for b in batches
+        ]
+        allk = np.sort(np.concatenate(keys)) if keys else np.zeros(0)
+        yield pa.RecordBatch.from_pydict({"key": pa.array(allk[:n], pa.float64())})
+
+    return run
+
+
+def _assign_parts(seed: int, n_slices: int, p: int):
+    import pyarrow as pa
+
+    def run(batches):
+        for batch in batches:
+            ids = batch.column("doc_id").to_numpy(zero_copy_only=False)
+            parts = block_partitions(ids, seed, n_slices, p).astype(np.int32)
+            yield batch.append_column("part", pa.array(parts))
+
+    return run
+
+
+def _make_blocks(dtype):
+    """mapInArrow over documents with ``part``, sorted by part within the partition: one
+    :class:`DocBlock` per part (:data:`BLOCKS_SCHEMA`), as the RDD path builds it."""
+    import pyarrow as pa
+
+    from .block import block_to_bytes
+
+    def run(batches):
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        parts = table.column("part").to_numpy()
+        docs = list(_frame_docs(table.to_batches()))
+        starts = np.flatnonzero(np.concatenate([[True], parts[1:] != parts[:-1]]))
+        ends = np.append(starts[1:], len(parts))
+        for a, b in zip(starts, ends, strict=True):
+            block = DocBlock.from_docs(docs[a:b], dtype=dtype)
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "part": pa.array([int(parts[a])], pa.int32()),
+                    "docs": pa.array([block.n_docs], pa.int64()),
+                    "tokens": pa.array([block.n_tokens], pa.float64()),
+                    "pairs": pa.array([block.nnz], pa.int64()),
+                    "nbytes": pa.array([block.nbytes()], pa.int64()),
+                    "block": pa.array([block_to_bytes(block)], pa.binary()),
+                }
+            )
+
+    return run
+
+
+def _make_heldout(seed: int, dtype):
+    import pyarrow as pa
+
+    from .block import block_to_bytes
+
+    def run(batches):
+        docs = list(_frame_docs(batches))
+        if not docs:
+            return
+        hb = heldout_block(docs, seed, dtype)
+        yield pa.RecordBatch.from_pydict(
+            {
+                "docs": pa.array([hb.n_docs], pa.int64()),
+                "observed": pa.array([block_to_bytes(hb.observed)], pa.binary()),
+                "target": pa.array([block_to_bytes(hb.target)], pa.binary()),
+            }
+        )
+
+    return run
+
+
+def build_corpus_frame(
+    source: DocSource,
+    minibatch_size: int | None = 1000,
+    heldout_fraction: float = 0.0,
+    heldout_count: int | None = None,
+    seed: int = 0,
+    parts_per_slice: int | None = None,
+    dtype=np.float32,
+) -> Corpus:
+    """:func:`build_corpus` without RDDs (the DataFrame-only path, Spark Connect).
+
+    The same validation and errors, the same held-out documents and the same blocks
+    (partition ``s * parts_per_slice + i`` holds the same documents) as
+    :func:`build_corpus` for the same input and seed. ``train`` is a cached DataFrame
+    of :data:`BLOCKS_SCHEMA`, one row per non-empty block, and ``heldout`` one of
+    :data:`HELDOUT_SCHEMA` (or None).
+    """
+    from pyspark.sql import functions as F
+
+    _check_params(
+        "build_corpus",
+        minibatch_size=minibatch_size,
+        heldout_fraction=heldout_fraction,
+        heldout_count=heldout_count,
+        seed=seed,
+        parts_per_slice=parts_per_slice,
+    )
+    docs = source.documents_frame()
+    spark = docs.sparkSession
+    p = parts_per_slice or default_parallelism(spark)
+    minibatch_size = minibatch_size or default_minibatch_size(p)
+    docs = docs.persist(StorageLevel.MEMORY_AND_DISK)
+    train = heldout = None
+    try:
+        with executor_errors(source.what):
+            stats = validate_frame(source, docs)
+            n_nonempty = stats["docs"] - stats["empty"]
+            threshold = -1.0
+            if heldout_count:
+                if heldout_count >= n_nonempty:
+                    raise CorpusError(
+                        f"The 'heldout_count' parameter ({heldout_count}) must be smaller "
+                        f"than the number of non-empty documents ({n_nonempty} of the "
+                        f"{stats['docs']} documents of {source.what}) to leave documents to "
+                        f"train on."
+                    )
+                rows = docs.mapInArrow(_smallest_keys(seed, heldout_count), "key double").collect()
+                threshold = float(sorted(r[0] for r in rows)[heldout_count - 1])
+            elif heldout_fraction > 0:
+                threshold = float(heldout_fraction)
+            by_count = bool(heldout_count)
+            tagged = docs.mapInArrow(
+                _tag_documents(seed, threshold, by_count), DOCS_SCHEMA + ", held boolean"
+            )
+            train_docs = tagged.filter(~F.col("held")).drop("held")
+            n_train = n_nonempty if threshold < 0 else train_docs.count()
+            if n_train == 0:
+                raise CorpusError(
+                    "No training documents are left after holding out documents; "
+                    "lower 'heldout_fraction' or 'heldout_count'."
+                )
+            n_slices = max(1, math.ceil(n_train / minibatch_size))
+            n_parts = n_slices * p
+            train = (
+                train_docs.mapInArrow(_assign_parts(seed, n_slices, p), DOCS_SCHEMA + ", part int")
+                .repartition(n_parts, "part")
+                .sortWithinPartitions("part")
+                .mapInArrow(_make_blocks(dtype), BLOCKS_SCHEMA)
+                .persist(StorageLevel.MEMORY_AND_DISK)
+            )
+            meta = train.select("part", "docs", "tokens", "pairs", "nbytes").collect()
+            arr = np.zeros((n_parts, 4))
+            for r in meta:
+                arr[int(r[0])] = (r[1], r[2], r[3], r[4])
+            slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
+            slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
+            n_held = n_nonempty - n_train
+            if threshold >= 0:
+                # cached when first scored
+                heldout = (
+                    tagged.filter(F.col("held"))
+                    .drop("held")
+                    .repartition(p, "doc_id")
+                    .mapInArrow(_make_heldout(seed, dtype), HELDOUT_SCHEMA)
+                    .persist(StorageLevel.MEMORY_AND_DISK)
+                )
+    except BaseException:
+        for frame in (train, heldout):
+            if frame is not None:
+                frame.unpersist()
+        raise
+    finally:
+        docs.unpersist()
+        source.release_frame()
+    return _corpus(
+        source,
+        stats,
+        train,
+        heldout,
+        n_slices,
+        p,
+        slice_docs,
+        slice_tokens,
+        arr,
+        n_held,
+        seed,
+        "dataframe",
+        minibatch_size=minibatch_size,
+    )

@@ -143,6 +143,17 @@ def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]
     return run
 
 
+def check_restored_state(block, state) -> tuple:
+    """``(block, state, 0.0)`` for a block state read from a checkpoint, which must have
+    a row per (document, term) pair of its block."""
+    if state.shape[0] != block.nnz:
+        raise ValueError(
+            f"a checkpointed block state has {state.shape[0]} rows; its "
+            f"block has {block.nnz} (document, term) pairs"
+        )
+    return block, state, 0.0
+
+
 # --------------------------------------------------------------------------
 # Combining on the executors (docs/architecture.md, "Combining a round's statistics")
 
@@ -515,18 +526,9 @@ class ClassicExecutor(Executor):
             .map(decode)
         )
 
-        def check(pair):
-            block, state = pair
-            if state.shape[0] != block.nnz:
-                raise ValueError(
-                    f"a checkpointed block state has {state.shape[0]} rows; its "
-                    f"block has {block.nnz} (document, term) pairs"
-                )
-            return block, state, 0.0
-
         states = (
             self.corpus.train.zip(saved)
-            .map(check, preservesPartitioning=True)
+            .map(lambda pair: check_restored_state(*pair), preservesPartitioning=True)
             .setName(f"sparklda {mode.name} block states (restored)")
         )
         self.checkpointer.update(states)

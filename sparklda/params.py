@@ -28,6 +28,8 @@ import numpy as np
 from .errors import ParamError
 
 ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb")
+#: How rounds run (the 'execution' parameter; docs/architecture.md, "Spark Connect path").
+EXECUTIONS = ("auto", "classic", "dataframe")
 #: α, the document-topic prior, when none is given (pyspark's "auto" maps here too).
 DEFAULT_ALPHA = 0.1
 #: η, the topic-word prior, when none is given.
@@ -115,6 +117,9 @@ class TrainParams:
     combine: str = "auto"
     #: Fold-in iterations for evaluation and transform.
     foldin_max_iter: int = 100
+    #: How rounds run: "classic" (RDDs, broadcasts), "dataframe" (DataFrames only, as
+    #: Spark Connect needs) or "auto" (dataframe under Spark Connect, classic otherwise).
+    execution: str = "auto"
     #: Checkpoint every n rounds (0: never): the driver state to ``checkpoint_dir`` when it
     #: is set (every mode; resume continues from it), and for CVB0/CVB also the lineage of
     #: their γ blocks (Spark's checkpointInterval).
@@ -425,6 +430,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         doc="Where a round's partial statistics are merged (the same model either way).",
     ),
     Constraint("foldin_max_iter", int, 1, doc="Fold-in iterations of evaluation and transform."),
+    Constraint(
+        "execution",
+        str,
+        options=EXECUTIONS,
+        doc="Rounds on RDDs ('classic'), DataFrames only ('dataframe') or 'auto' (by session).",
+    ),
     Constraint(
         "checkpoint_interval",
         int,

@@ -208,6 +208,8 @@ class SparkFiles:
                     pass
 
     # -- small JSON documents and tables ----------------------------------
+    # Writers use the save mode "error" (fail if the path exists): the Spark Connect client
+    # refuses its alias "errorifexists".
     def write_json(self, path: str, obj: Any) -> None:
         """One JSON line, as a one-file text dataset at ``path`` (must not exist)."""
         text = json.dumps(obj, default=_json_default)

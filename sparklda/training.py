@@ -23,6 +23,7 @@ from .checkpoint import TrainingCheckpoints
 from .corpus import Corpus
 from .errors import ParamError
 from .execution import ClassicExecutor, Executor, RoundOutput
+from .execution_df import DataFrameExecutor
 from .model import TopicModel
 from .modes import MODES
 from .params import TrainParams
@@ -154,7 +155,8 @@ def train(
     callbacks : :class:`Callback` objects told of each round and evaluation.
     clock_start : ``time.perf_counter()`` value the elapsed times are measured
         from (default: now); pass the start of corpus building to include it.
-    executor : how rounds run (default: :class:`ClassicExecutor` on the corpus).
+    executor : how rounds run (default: :class:`ClassicExecutor` on the corpus, or
+        :class:`~sparklda.execution_df.DataFrameExecutor` on a DataFrame-path one).
     resume : continue from the newest checkpoint in ``params.checkpoint_dir`` (a
         fresh start when there is none; a checkpoint of another run is refused).
     """
@@ -167,14 +169,16 @@ def train(
     start = clock_start if clock_start is not None else time.perf_counter()
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)
     if executor is None:
-        executor = ClassicExecutor(
-            corpus, params.checkpoint_interval if mode.stateful else 0, combine=params.combine
-        )
+        interval = params.checkpoint_interval if mode.stateful else 0
+        if corpus.kind == "dataframe":
+            executor = DataFrameExecutor(corpus, interval)
+        else:
+            executor = ClassicExecutor(corpus, interval, combine=params.combine)
     total_rounds = params.passes * mode.rounds_per_pass
     result = TrainResult(model=None)
     checkpoints = None
     if params.checkpoint_dir:
-        checkpoints = TrainingCheckpoints(params, corpus)
+        checkpoints = TrainingCheckpoints(params, corpus, corpus.spark)
         checkpoints.check_target()
     elif resume:
         raise ParamError(

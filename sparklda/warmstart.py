@@ -12,7 +12,7 @@ import logging
 
 import numpy as np
 
-from .corpus import CorpusError, DocSource
+from .corpus import DOCS_SCHEMA, CorpusError, DocSource, docs_from_batch, docs_to_batch
 
 log = logging.getLogger("sparklda.warmstart")
 
@@ -36,32 +36,53 @@ def merge_vocabularies(old: list, new: list) -> tuple[list, np.ndarray]:
     return merged, mapping
 
 
+def remap_document(d, mapping: np.ndarray, what: str, drop_negative: bool = False):
+    """``(doc_id, terms, counts)`` with term id t replaced by ``mapping[t]`` (ids outside
+    ``mapping`` are an error; with ``drop_negative``, terms mapped to −1 are dropped)."""
+    doc_id, terms, counts = d
+    n = len(mapping)
+    terms = np.asarray(terms, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.float64)
+    bad = (terms < 0) | (terms >= n)
+    if bad.any():
+        raise CorpusError(
+            f"{what} has term id {int(terms[bad][0])} in document {doc_id}, "
+            f"outside the vocabulary of {n} terms."
+        )
+    new = mapping[terms]
+    if drop_negative:
+        keep = new >= 0
+        new, counts = new[keep], counts[keep]
+    order = np.argsort(new, kind="stable")
+    return doc_id, new[order], counts[order]
+
+
 def _remap(
     source: DocSource, mapping: np.ndarray, vocab_size: int, vocab, drop_negative=False
 ) -> DocSource:
-    """``source`` with term id t replaced by ``mapping[t]`` (ids outside ``mapping`` are an
-    error; with ``drop_negative``, terms mapped to −1 are dropped)."""
-    m_bc = source.rdd.context.broadcast(mapping)
-    n, what = len(mapping), source.what
+    """``source`` with term id t replaced by ``mapping[t]`` (:func:`remap_document`), as
+    an RDD (a broadcast mapping) and as a DataFrame (the mapping in the closure)."""
+    what = source.what
+    rdd = None
+    if source.rdd is not None:
+        m_bc = source.rdd.context.broadcast(mapping)
+        rdd = source.rdd.map(lambda d: remap_document(d, m_bc.value, what, drop_negative))
+    frame = None
+    base = source.frame
+    if base is not None:
 
-    def remap(d):
-        doc_id, terms, counts = d
-        terms = np.asarray(terms, dtype=np.int64)
-        counts = np.asarray(counts, dtype=np.float64)
-        bad = (terms < 0) | (terms >= n)
-        if bad.any():
-            raise CorpusError(
-                f"{what} has term id {int(terms[bad][0])} in document {doc_id}, "
-                f"outside the vocabulary of {n} terms."
-            )
-        new = m_bc.value[terms]
-        if drop_negative:
-            keep = new >= 0
-            new, counts = new[keep], counts[keep]
-        order = np.argsort(new, kind="stable")
-        return doc_id, new[order], counts[order]
+        def run(batches):
+            for batch in batches:
+                docs = (
+                    remap_document(d, mapping, what, drop_negative) for d in docs_from_batch(batch)
+                )
+                yield docs_to_batch(docs)
 
-    return DocSource(source.rdd.map(remap), vocab_size, vocab, source.what, source.declared_docs)
+        def frame():
+            docs, cached = base()
+            return docs.mapInArrow(run, DOCS_SCHEMA), cached
+
+    return DocSource(rdd, vocab_size, vocab, source.what, source.declared_docs, frame=frame)
 
 
 def align_initial(model, source: DocSource, params):
@@ -94,7 +115,14 @@ def align_initial(model, source: DocSource, params):
             )
         vocab = source.vocab if source.vocab is not None else model.vocab
         # same ids: build_corpus's validation checks them (negative or too large)
-        same = DocSource(source.rdd, source.vocab_size, vocab, source.what, source.declared_docs)
+        same = DocSource(
+            source.rdd,
+            source.vocab_size,
+            vocab,
+            source.what,
+            source.declared_docs,
+            frame=source.frame,
+        )
         return same, np.array(model.topic_word, dtype=np.float64)
     merged, mapping = merge_vocabularies(model.vocab, source.vocab)
     tw = np.zeros((len(merged), model.k))

@@ -6,7 +6,7 @@ meanings where pyspark has them (``k``, ``maxIter``, ``seed``,
 ``topicConcentration``, ``learningOffset``, ``learningDecay``,
 ``subsamplingRate``, ``checkpointInterval``, ``optimizer``, ...), plus ours
 (``algorithm``, ``burnInPasses``, ``minibatchSize``, ``stepScale``,
-``heldoutFraction``, ``evalEvery``, ``timeBudget``, ``vocabulary``,
+``heldoutFraction``, ``evalEvery``, ``timeBudget``, ``execution``, ``vocabulary``,
 ``initialModel``). Both classes are ``MLWritable``/``MLReadable`` and work as
 stages of a :class:`pyspark.ml.Pipeline` (for example after a
 ``CountVectorizer``), including ``PipelineModel.save``/``load``.

@@ -83,6 +83,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         timeBudget=0.0,
         minGain=_TP.min_gain,
         patience=_TP.patience,
+        execution="auto",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -120,6 +121,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         timeBudget=0.0,
         minGain=_TP.min_gain,
         patience=_TP.patience,
+        execution="auto",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -235,6 +237,10 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setPatience(self, value):
         """Set :py:attr:`patience`."""
         return self._set(patience=value)
+
+    def setExecution(self, value):
+        """Set :py:attr:`execution`."""
+        return self._set(execution=value)
 
     def setCheckpointDir(self, value):
         """Set :py:attr:`checkpointDir`."""

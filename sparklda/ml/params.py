@@ -69,6 +69,7 @@ TRAIN_PARAM_NAMES = {
     "seedConfidence": "seed_confidence",
     "minGain": "min_gain",
     "patience": "patience",
+    "execution": "execution",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -309,6 +310,13 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         "Early stopping: consecutive evaluations below minGain that stop training. >= 1.",
         typeConverter=TypeConverters.toInt,
     )
+    execution = Param(
+        Params._dummy(),
+        "execution",
+        "How training rounds run: 'classic' (RDDs and broadcasts), 'dataframe' (DataFrames "
+        "only, as Spark Connect needs) or 'auto' (dataframe under Spark Connect, else classic).",
+        typeConverter=TypeConverters.toString,
+    )
     vocabulary = Param(
         Params._dummy(),
         "vocabulary",
@@ -353,6 +361,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             timeBudget=0.0,
             minGain=_TP.min_gain,
             patience=_TP.patience,
+            execution=_TP.execution,
             checkpointDir=None,
             vocabulary=None,
             initialModel=None,
@@ -427,6 +436,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getPatience(self) -> int:
         return self.getOrDefault(self.patience)
+
+    def getExecution(self) -> str:
+        return self.getOrDefault(self.execution)
 
     def getVocabulary(self):
         return self.getOrDefault(self.vocabulary)

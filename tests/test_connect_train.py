@@ -1,0 +1,283 @@
+"""Training without RDDs: the DataFrame-only path (``execution = "dataframe"``, what
+Spark Connect needs) builds the same corpus and, from the same seed, the same model as
+the classic path, for every mode, in a classic session and in a Spark Connect session.
+
+The kernels run in float64 here and both paths hand the same blocks, in the same
+partition order, to the same per-partition functions and the same merge, so the
+topics agree to the last bits; the tolerance (rtol 1e-6) only allows for a float64
+sum taken in another order."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+from sparklda.api import fit
+from sparklda.block import block_from_bytes
+from sparklda.corpus import build_corpus, build_corpus_frame, from_vectors, read_uci
+from sparklda.errors import CorpusError
+from sparklda.execution_df import DataFrameExecutor
+from sparklda.params import TrainParams
+from sparklda.training import Callback, train
+from tests.conftest import CONNECT_MODE
+from tests.helpers import KOS_DOCWORD
+
+N_DOCS = 160
+MODES = ("scvb0", "svb", "cvb0", "cvb")
+
+
+def params(algorithm: str, **kw) -> TrainParams:
+    base = {
+        "algorithm": algorithm,
+        "k": 4,
+        "passes": 2 if algorithm in ("scvb0", "svb") else 3,
+        "minibatch_size": 60,
+        "heldout_count": 16,
+        "seed": 7,
+        "parts_per_slice": 2,
+        "dtype": "float64",
+    }
+    return TrainParams(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def docword(tmp_path_factory) -> str:
+    """The first N_DOCS documents of the shipped KOS corpus as a UCI docword file."""
+    with gzip.open(KOS_DOCWORD, "rt") as f:
+        _, n_words, _ = (int(f.readline()) for _ in range(3))
+        body = [line for line in f if int(line.split()[0]) <= N_DOCS]
+    path = tmp_path_factory.mktemp("uci") / "docword.txt"
+    path.write_text(f"{N_DOCS}\n{n_words}\n{len(body)}\n" + "".join(body))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def classic_fits(spark, docword):
+    """Fits in the classic session on either path, made once when first asked for:
+    ``classic_fits(algorithm, execution)``."""
+    done: dict = {}
+
+    def get(alg: str, execution: str):
+        if (alg, execution) not in done:
+            # pyspark.sql.functions build Connect columns while the process-wide Connect
+            # switch is on (the connect fixture): fit in the classic session with it off
+            had = os.environ.pop(CONNECT_MODE, None)
+            try:
+                done[alg, execution] = fit(
+                    read_uci(spark, docword), params(alg, execution=execution)
+                )
+            finally:
+                if had is not None:
+                    os.environ[CONNECT_MODE] = had
+        return done[alg, execution]
+
+    return get
+
+
+def _blocks(corpus) -> dict:
+    if corpus.kind == "dataframe":
+        return {r["part"]: block_from_bytes(r["block"]) for r in corpus.train.collect()}
+    return {i: b for i, b in enumerate(corpus.train.collect()) if b.n_docs}
+
+
+def _heldout_ids(corpus) -> list:
+    if corpus.kind == "dataframe":
+        blocks = [block_from_bytes(r["observed"]) for r in corpus.heldout.collect()]
+    else:
+        blocks = [h.observed for h in corpus.heldout.collect()]
+    return sorted(int(i) for b in blocks for i in b.doc_ids)
+
+
+def _assert_same_corpus(a, b):
+    assert a.report == b.report
+    blocks_a, blocks_b = _blocks(a), _blocks(b)
+    assert sorted(blocks_a) == sorted(blocks_b)
+    for part, block in blocks_a.items():
+        for name in ("doc_ids", "indptr", "terms", "local", "counts"):
+            x, y = getattr(block, name), getattr(blocks_b[part], name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), (part, name)
+    assert _heldout_ids(a) == _heldout_ids(b)
+
+
+CORPUS_ARGS = {"minibatch_size": 60, "heldout_count": 16, "seed": 7, "parts_per_slice": 2}
+
+
+@pytest.fixture(scope="module")
+def classic_corpus(spark, docword):
+    corpus = build_corpus(read_uci(spark, docword), **CORPUS_ARGS)
+    yield corpus
+    corpus.unpersist()
+
+
+@pytest.mark.slow
+def test_dataframe_corpus_has_the_classic_blocks_and_split(spark, docword, classic_corpus):
+    frame = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
+    try:
+        assert frame.kind == "dataframe"
+        _assert_same_corpus(classic_corpus, frame)
+    finally:
+        frame.unpersist()
+
+
+@pytest.mark.slow
+def test_connect_corpus_has_the_classic_blocks_and_split(connect, docword, classic_corpus):
+    source = read_uci(connect, docword)
+    assert source.rdd is None
+    frame = build_corpus_frame(source, **CORPUS_ARGS)
+    try:
+        _assert_same_corpus(classic_corpus, frame)
+    finally:
+        frame.unpersist()
+
+
+def _vectors(session, docword, ids: bool):
+    from pyspark.ml.linalg import Vectors
+
+    with open(docword) as f:
+        _, n_words, _ = (int(f.readline()) for _ in range(3))
+        entries = [tuple(int(x) for x in line.split()) for line in f]
+    docs: dict = {}
+    for d, w, c in entries:
+        docs.setdefault(d - 1, {})[w - 1] = float(c)
+    rows = [(d + 1000, Vectors.sparse(n_words, docs[d])) for d in sorted(docs)]
+    df = session.createDataFrame(rows, ["doc", "features"])
+    return from_vectors(df, "features", "doc" if ids else None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ids", [True, False], ids=["id column", "row position"])
+def test_vector_corpus_matches_between_sessions(spark, connect, docword, ids):
+    """from_vectors: documents numbered by an id column or by their position (the
+    classic path's zipWithIndex) give the same blocks in a Connect session."""
+    classic = build_corpus(_vectors(spark, docword, ids), **CORPUS_ARGS)
+    remote = build_corpus_frame(_vectors(connect, docword, ids), **CORPUS_ARGS)
+    try:
+        _assert_same_corpus(classic, remote)
+    finally:
+        classic.unpersist()
+        remote.unpersist()
+
+
+@pytest.mark.parametrize(
+    "alg", ["scvb0", *(pytest.param(a, marks=pytest.mark.slow) for a in MODES[1:])]
+)
+def test_every_mode_gives_the_same_model_on_every_path(classic_fits, connect, docword, alg):
+    classic = classic_fits(alg, "classic")
+    frames = classic_fits(alg, "dataframe")
+    remote = fit(read_uci(connect, docword), params(alg))  # "auto": DataFrames under Connect
+    assert frames.report["mode"]["execution"] == "dataframe"
+    assert remote.report["mode"]["execution"] == "dataframe"
+    assert "execution" not in classic.report["mode"]
+    for other in (frames, remote):
+        assert other.report["corpus"] == classic.report["corpus"]
+        assert other.report["rounds"] == classic.report["rounds"]
+        np.testing.assert_allclose(other.model.topic_word, classic.model.topic_word, rtol=1e-6)
+        np.testing.assert_allclose(
+            other.evaluations[-1]["heldout_loglik"],
+            classic.evaluations[-1]["heldout_loglik"],
+            rtol=1e-9,
+        )
+        assert other.evaluations[-1]["heldout_documents"] == 16
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ["scvb0", "cvb0"])
+def test_a_large_round_value_is_broadcast_joined(spark, docword, classic_fits, alg):
+    """Above the closure limit the round value (and φ̂ for scoring) travels as a
+    broadcast-joined DataFrame of chunks, with the same result."""
+    p = params(alg, execution="dataframe")
+    corpus = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
+    executor = DataFrameExecutor(corpus, closure_limit=1024)
+    try:
+        result = train(corpus, p, executor=executor)
+    finally:
+        corpus.unpersist()
+    routes = result.report["mode"]["value_routes"]
+    assert routes["join"] > 0 and routes["closure"] == 0
+    expected = classic_fits(alg, "classic")
+    np.testing.assert_allclose(result.model.topic_word, expected.model.topic_word, rtol=1e-6)
+    np.testing.assert_allclose(
+        result.evaluations[-1]["heldout_loglik"],
+        expected.evaluations[-1]["heldout_loglik"],
+        rtol=1e-9,
+    )
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt(Callback):
+    def __init__(self, n):
+        self.n = n
+
+    def on_round(self, record):
+        if record["round"] == self.n:
+            raise Crash(f"killed after round {self.n}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ["scvb0", "cvb0"])
+def test_resume_on_the_dataframe_path(connect, docword, classic_fits, tmp_path, alg):
+    """A run interrupted under Spark Connect resumes from its checkpoint (block states
+    included) and ends with the uninterrupted model."""
+    ck = str(tmp_path / "ck")
+    p = params(alg, checkpoint_dir=ck, checkpoint_interval=2)
+    with pytest.raises(Crash):
+        fit(read_uci(connect, docword), p, callbacks=[CrashAt(3)])
+    resumed = fit(read_uci(connect, docword), p, resume=True)
+    assert resumed.report["resumed_after_round"] == 2
+    expected = classic_fits(alg, "classic")
+    assert resumed.report["rounds"] == expected.report["rounds"]
+    np.testing.assert_allclose(resumed.model.topic_word, expected.model.topic_word, rtol=1e-6)
+
+
+def test_bad_uci_line_under_connect(connect, tmp_path):
+    path = tmp_path / "docword.txt"
+    path.write_text("3\n5\n3\n1 2 1\n2 9 1\n3 1 2\n")
+    source = read_uci(connect, str(path))
+    with pytest.raises(CorpusError, match=r"docword.txt', line 5: '2 9 1' has term id 9"):
+        build_corpus_frame(source, minibatch_size=10)
+
+
+def test_wrong_vector_size_under_connect(connect):
+    from pyspark.ml.linalg import Vectors
+
+    df = connect.createDataFrame(
+        [
+            (Vectors.sparse(4, {0: 1.0}),),
+            (Vectors.sparse(4, {1: 2.0}),),
+            (Vectors.dense([1.0, 2.0]),),
+        ],
+        ["features"],
+    )
+    with pytest.raises(
+        CorpusError, match="must all have the vocabulary size 4; document 2 has size 2"
+    ):
+        fit(from_vectors(df), TrainParams(k=2, passes=1))
+
+
+@pytest.mark.slow
+def test_text_corpus_matches_between_sessions(spark, connect):
+    """from_text (Spark ML's tokenizer and CountVectorizer, then row positions as ids)
+    gives the same corpus under Spark Connect."""
+    from sparklda.corpus import from_text
+
+    rows = [(f"apple banana cherry w{i % 7} dog egg fig w{i % 5} grape",) for i in range(60)]
+    args = {"minibatch_size": 30, "heldout_count": 6, "seed": 2, "parts_per_slice": 2}
+    had = os.environ.pop(CONNECT_MODE, None)
+    try:
+        classic = build_corpus(from_text(spark.createDataFrame(rows, ["text"])), **args)
+    finally:
+        if had is not None:
+            os.environ[CONNECT_MODE] = had
+    remote = build_corpus_frame(from_text(connect.createDataFrame(rows, ["text"])), **args)
+    try:
+        assert classic.vocab == remote.vocab
+        _assert_same_corpus(classic, remote)
+    finally:
+        classic.unpersist()
+        remote.unpersist()

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .block import HeldoutBlock, arrays_from_bytes, arrays_to_bytes, block_from_bytes
-from .evaluation import HeldoutScore, _score_partition
+from .evaluation import HeldoutScore, _alpha_arg, _score_partition
 from .execution import (
     Executor,
     RoundOutput,
@@ -205,7 +205,7 @@ def restore_round(statistics: Callable):
     return _state_round(Held(None), items, statistics)
 
 
-def score_round(held: Held | None, alpha: float, max_iter: int, tol: float):
+def score_round(held: Held | None, alpha, max_iter: int, tol: float):
     import pyarrow as pa
 
     def run(batches):
@@ -358,7 +358,8 @@ class DataFrameExecutor(Executor):
         )
         frame, held = self._with_value(heldout, np.ascontiguousarray(phi))
         rows = frame.mapInArrow(
-            score_round(held, float(alpha), max_iter, tol), "total double, tokens double, docs long"
+            score_round(held, _alpha_arg(alpha), max_iter, tol),
+            "total double, tokens double, docs long",
         ).collect()
         total = sum(r[0] for r in rows)
         tokens = sum(r[1] for r in rows)

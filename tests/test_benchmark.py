@@ -350,11 +350,13 @@ def test_library_never_imports_the_benchmark():
 PUBLIC = {
     "sparklda.api",
     "sparklda.block",
+    "sparklda.cli.generate",  # the corpus generator's Spark entry (`sparklda generate`)
     "sparklda.corpus",
     "sparklda.evaluation",
     "sparklda.kernels",
     "sparklda.modes",
     "sparklda.params",
+    "sparklda.synthetic",
     "sparklda.training",
 }
 

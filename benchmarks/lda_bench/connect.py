@@ -267,7 +267,9 @@ def run_connect(spark, spec, opts, results: dict, work_dir: str):
         log.info("connect stage, %s: %s", execution, {k: rows[-1][k] for k in list(rows[-1])[:12]})
     from pyspark.sql import SparkSession
 
+    server = {"master": "local[2]", "url": None}
     with connect_server(os.path.join(work_dir, "connect-server"), driver_memory="4g") as url:
+        server["url"] = url
         with connect_mode(True):
             session = SparkSession.builder.remote(url).create()
         try:
@@ -291,7 +293,7 @@ def run_connect(spark, spec, opts, results: dict, work_dir: str):
             "heldout_loglik": reference["heldout_loglik"],
             "source": reference["source"],
         },
-        "server": {"master": "local[2]", "host": "127.0.0.1"},
+        "server": server,
         "paths": rows,
     }
     return results["connect"]

@@ -1070,8 +1070,9 @@ def _throughput_section(results):
         f"{c['mean_length']:g}, V={c['vocab_size']:,}, {c['k_true']} true topics"
         + (f"; {tokens:,.0f} training tokens" if tokens else "")
         + f"), K={th['k']}. SCVB0: one pass at minibatch {sp['minibatch_size']:,} "
-        f"({sp['rounds']} rounds); its pass time is the fit's training time minus its "
-        "corpus building. MLlib's online LDA runs on the same documents (the Parquet "
+        f"({sp['rounds']} round{'s' if sp['rounds'] != 1 else ''}), after an untimed small "
+        "fit that starts the Python workers; its pass time is the fit's training time minus "
+        "its corpus building. MLlib's online LDA runs on the same documents (the Parquet "
         "DataFrame, cached before timing) at "
         + ", ".join(f"{k}={v}" for k, v in m["settings"].items())
         + f". **MLlib is timed on a fraction of a pass and scaled:** after an untimed "

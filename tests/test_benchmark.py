@@ -493,6 +493,34 @@ def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
         bc.unpersist()
 
 
+def test_stage_options(tiny_corpus):
+    """--only runs the stages named and nothing else; --quick leaves the tasks,
+    throughput, startup and Connect stages out unless their options ask for them."""
+    base = ["--corpora", f"{tiny_corpus}:4", "--connect", f"{tiny_corpus}:4"]
+    opts = cli.resolve_options(cli.parser().parse_args([*base, "--only", "connect,startup"]))
+    assert opts.connect_corpus.name == "planted" and opts.connect_corpus.k == 4
+    assert opts.startup == ["warm", "cold"]
+    assert (opts.corpora, opts.systems, opts.kernel_ks) == ([], [], ())
+    assert (opts.tasks_parts, opts.throughput_docs, opts.sweep_minibatch) == ([], 0, [])
+
+    opts = cli.resolve_options(
+        cli.parser().parse_args(["--quick", "--corpora", f"{tiny_corpus}:4"])
+    )
+    assert opts.connect_corpus is None and opts.startup == [] and opts.tasks_parts == []
+    assert opts.throughput_docs == 0
+    opts = cli.resolve_options(
+        cli.parser().parse_args(
+            ["--quick", "--corpora", f"{tiny_corpus}:4", "--tasks", "2,4", "--tasks-docs", "500"]
+        )
+    )
+    assert opts.tasks_parts == [2, 4] and opts.tasks_docs == 500
+    assert opts.tasks_combine == ["executors", "driver"]
+    with pytest.raises(SystemExit):
+        cli.resolve_options(cli.parser().parse_args([*base, "--only", "everything"]))
+    with pytest.raises(SystemExit):
+        cli.resolve_options(cli.parser().parse_args([*base, "--throughput-mllib-iters", "3,1"]))
+
+
 def test_systems_cannot_change_the_heldout_documents():
     from benchmarks.lda_bench.suite import parse_system
 

@@ -314,6 +314,15 @@ def apply_only(args):
         args.variants = ""
     if not only & {"quality", "sweep", "scaling", "floor"}:
         args.corpora = ""
+    elif "quality" not in only:  # only the corpus of the sweep, the scaling and the floor
+        items = [x.strip() for x in args.corpora.split(",") if x.strip()]
+        keep = [
+            x
+            for x in items
+            if args.sweep_corpus is None
+            or os.path.basename(os.path.normpath(x.rpartition(":")[0] or x)) == args.sweep_corpus
+        ]
+        args.corpora = (keep or items)[-1] if items else ""
     if "sweep" not in only:
         args.sweep_minibatch = ""
     if "scaling" not in only:

@@ -391,7 +391,7 @@ def test_stage_targets_and_sections_from_known_figures(tmp_path):
     text = report.render_markdown(results, rows, paths, str(tmp_path))
     for needle in (
         "## Tasks per round (generated corpus)",
-        "| 64 | executors | 7 | 9.000 |",
+        "| 64 | executors | 7 | 9.000 | 8.880 | 1.000 | 0.1200 |",
         "## Throughput on a generated corpus",
         "**MLlib is timed on a fraction of a pass and scaled:**",
         "| scvb0 | 100.0 | 60.0 | 0.280 |",

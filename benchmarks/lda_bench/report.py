@@ -416,7 +416,7 @@ def _tasks_growth(key, what):
         ratio = hi[key] / lo[key]
         measured = (
             f"median {what} with the executors' combine: "
-            + ", ".join(f"{r['parts_per_slice']} tasks {r[key]:.3f} s" for r in rows)
+            + ", ".join(f"{r['parts_per_slice']} tasks {r[key]:.4g} s" for r in rows)
             + f" ({hi['parts_per_slice']} / {lo['parts_per_slice']} = {ratio:.2f}×)"
         )
         yield _row(t, _tasks_corpus(tasks), "", measured, ratio, ratio)
@@ -1048,7 +1048,7 @@ def _tasks_section(results):
         lines.append(
             f"| {r['parts_per_slice']} | {r['combine']} | {r['rounds']} | "
             f"{_num(r.get('median_round_s'))} | {_num(r.get('median_job_s'))} | "
-            f"{_num(r.get('median_kernel_s'))} | {_num(r.get('median_merge_s'))} | "
+            f"{_num(r.get('median_kernel_s'))} | {_num(r.get('median_merge_s'), '{:.4f}')} | "
             f"{_mb(r.get('median_shipped_bytes'))} | {_mb(r.get('median_driver_bytes'))} | "
             f"{_mb(r.get('median_merged_bytes'))} | {_mb(r.get('cached_bytes'))} | "
             f"{_mb(r.get('driver_python_peak_rss_bytes'))} / "

@@ -5,7 +5,9 @@ MLlib and gensim, one held-out set per corpus shared by every system (each
 sparklda algorithm holds out the same documents in its own ``fit``,
 ``pyspark.ml.clustering.LDA`` online at Spark's defaults and at tuned
 settings, gensim's ``LdaMulticore`` when installed), all scored by the same
-held-out document-completion code. Writes ``results.json`` and CSVs of every
+held-out document-completion code; then the stages on generated corpora
+(tasks per round, throughput, startup) and Spark Connect against classic
+(``--only`` picks stages). Writes ``results.json`` and CSVs of every
 measurement plus ``curves.png`` to ``--out`` and regenerates the page
 ``--report`` (default ``docs/benchmarks.md``), judging the targets of
 ``--targets`` (default ``benchmarks/targets.toml``).

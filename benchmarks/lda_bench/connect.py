@@ -40,6 +40,7 @@ from sparklda.params import TrainParams, default_minibatch_size
 
 from . import systems
 from .data import prepare
+from .suite import HeldoutMismatch
 
 log = logging.getLogger("benchmarks")
 
@@ -281,6 +282,12 @@ def run_connect(spark, spec, opts, results: dict, work_dir: str):
         finally:
             with connect_mode(True):
                 session.stop()
+    held = {r["path"]: r["heldout_documents"] for r in rows}
+    if set(held.values()) != {spec.heldout_count}:
+        raise HeldoutMismatch(
+            f"connect stage on {spec.name}: the fits held out {held} documents; "
+            f"every path must hold out the run's {spec.heldout_count}"
+        )
     results["connect"] = {
         "corpus": spec.name,
         "k": spec.k,

@@ -10,6 +10,9 @@
    at one minibatch size; median round time.
 
 5. The round floor: rounds of an SCVB0 round's shape without the kernel.
+6. Tasks per round, throughput against MLlib and startup on generated
+   corpora (:mod:`benchmarks.lda_bench.scale`), then Spark Connect against
+   classic (:mod:`benchmarks.lda_bench.connect`).
 
 Everything returns plain dicts (JSON-ready); :mod:`benchmarks.lda_bench.report`
 turns them into files, a plot and ``docs/benchmarks.md``. Only sparklda's

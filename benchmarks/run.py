@@ -1,7 +1,8 @@
 """Benchmark sparklda against Spark MLlib's LDA (see benchmarks/README.md).
 
     pip install -e ".[bench]"
-    spark-submit --driver-memory 8g benchmarks/run.py            # the full run, ~27 min
+    spark-submit --driver-memory 8g benchmarks/run.py            # the full run (README: time)
+    spark-submit benchmarks/run.py --only connect                # one stage (--only ...)
     spark-submit benchmarks/run.py --quick --out /tmp/b --report /tmp/b/benchmarks.md
 
 ``python benchmarks/run.py ...`` works too (pyspark starts its own JVM).

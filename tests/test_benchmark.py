@@ -219,6 +219,245 @@ def test_targets_and_report_from_known_figures(tmp_path):
     assert "out/curves.png" in text
 
 
+def _stage_results():
+    """_fake_results plus the connect, tasks, throughput and startup stages' results."""
+    results = _fake_results()
+
+    def path(name, round_s, hit):
+        return {
+            "path": name,
+            "rounds": 18,
+            "rounds_per_pass": 9,
+            "median_round_s": round_s,
+            "first_round_s": 2 * round_s,
+            "median_job_s": round_s / 2,
+            "median_kernel_s": 0.05,
+            "build_s": 3.0,
+            "train_s": 20.0,
+            "heldout_documents": 1000,
+            "final_heldout_loglik": -7.1,
+            "time_to_reference_s": hit,
+            "passes_to_reference": None if hit is None else 1.5,
+            "evaluations": [],
+        }
+
+    results["connect"] = {
+        "corpus": "lda_newsgroups",
+        "k": 100,
+        "minibatch_size": 2000,
+        "passes": 2,
+        "reference": {
+            "system": "mllib-online-tuned",
+            "passes": 5.0,
+            "elapsed_s": 158.3,
+            "heldout_loglik": -7.25,
+            "source": "quality stage",
+        },
+        "server": {"master": "local[2]", "url": "sc://127.0.0.1:15002"},
+        "paths": [
+            path("classic", 0.5, 7.0),
+            path("dataframe", 1.8, 25.0),
+            path("connect", 1.5, None),
+        ],
+    }
+
+    def tasks_row(parts, combine, round_s, merge_s, driver, merged):
+        return {
+            "parts_per_slice": parts,
+            "combine": combine,
+            "rounds": 7,
+            "rounds_measured": 6,
+            "median_round_s": round_s,
+            "median_merge_s": merge_s,
+            "median_job_s": round_s - merge_s,
+            "median_kernel_s": 1.0,
+            "median_shipped_bytes": 2e7,
+            "median_driver_bytes": driver,
+            "median_merged_bytes": merged,
+            "cached_bytes": 1.5e8,
+            "driver_python_peak_rss_bytes": 7e8,
+            "driver_jvm_peak_rss_bytes": 2e9,
+        }
+
+    results["tasks"] = {
+        "corpus": {
+            "n_docs": 100000,
+            "vocab_size": 50000,
+            "k_true": 100,
+            "mean_length": 150.0,
+            "seed": 0,
+            "reused": True,
+            "generate_s": None,
+            "path": "/x",
+        },
+        "k": 100,
+        "minibatch_size": 16000,
+        "passes": 1,
+        "rows": [
+            tasks_row(2, "executors", 4.0, 0.10, 3.9e7, 3.7e7),
+            tasks_row(64, "executors", 9.0, 0.12, 4.9e7, 3.7e7),  # round ×2.25: MISS
+            tasks_row(2, "driver", 3.0, 0.20, 3.2e7, 3.7e7),
+            tasks_row(64, "driver", 12.0, 2.00, 9e8, 3.7e7),
+        ],
+    }
+    results["throughput"] = {
+        "corpus": {
+            "n_docs": 700000,
+            "vocab_size": 100000,
+            "k_true": 100,
+            "mean_length": 150.0,
+            "seed": 0,
+            "reused": False,
+            "generate_s": 300.0,
+            "path": "/y",
+        },
+        "k": 100,
+        "sparklda": {
+            "minibatch_size": 2000,
+            "rounds": 350,
+            "build_s": 60.0,
+            "pass_s": 100.0,
+            "median_round_s": 0.28,
+            "training_documents": 700000,
+            "training_tokens": 1.05e8,
+            "training_pairs": 8e7,
+        },
+        "mllib": {
+            "settings": {"optimizer": "online", "subsamplingRate": 0.05},
+            "documents": 700000,
+            "max_iter": [1, 3],
+            "fit_s": [90.0, 290.0],
+            "iteration_s": 100.0,
+            "iterations_per_pass": 20.0,
+            "passes_timed": 0.1,
+            "pass_s": 2000.0,
+        },
+        "speedup": 20.0,
+        "build_over_pass": 0.6,
+    }
+    results["startup"] = [
+        {
+            "cache": "warm",
+            "corpus": "sample:kos",
+            "k": 50,
+            "minibatch_size": 1000,
+            "rounds": 8,
+            "first_round_s": 0.9,
+            "first_kernel_s": 0.3,
+            "steady_round_s": 0.5,
+            "steady_kernel_s": 0.1,
+            "build_s": 2.0,
+            "process_s": 30.0,
+        },
+        {
+            "cache": "cold",
+            "corpus": "sample:kos",
+            "k": 50,
+            "minibatch_size": 1000,
+            "rounds": 8,
+            "first_round_s": 12.0,
+            "first_kernel_s": 11.0,
+            "steady_round_s": 0.5,
+            "steady_kernel_s": 0.1,
+            "build_s": 2.0,
+            "process_s": 60.0,
+        },
+    ]
+    return results
+
+
+def test_stage_targets_and_sections_from_known_figures(tmp_path):
+    """The connect, tasks, throughput and startup stages: their targets and their
+    sections of the page, from figures given here."""
+    results = _stage_results()
+    rows = report.evaluate_targets(results)
+    by_id = {}
+    for r in rows:
+        by_id.setdefault(r["id"], []).append(r)
+    assert by_id[9][0]["value"] == pytest.approx(3.0) and by_id[9][0]["status"] == "MISS"
+    assert by_id[10][0]["value"] == pytest.approx(1.2) and by_id[10][0]["status"] == "PASS"
+    assert by_id[11][0]["value"] == pytest.approx(2.25) and by_id[11][0]["status"] == "MISS"
+    # the largest driver-inbound / merged ratio of the executors' combine: 49/37
+    assert by_id[12][0]["value"] == pytest.approx(4.9 / 3.7) and by_id[12][0]["status"] == "MISS"
+    assert "with the driver merge: 2 tasks 0.86, 64 tasks 24.32" in by_id[12][0]["measured"]
+    assert by_id[13][0]["value"] == pytest.approx(20.0) and by_id[13][0]["status"] == "MISS"
+    assert by_id[14][0]["value"] == pytest.approx(0.6) and by_id[14][0]["status"] == "PASS"
+    assert [r["value"] for r in by_id[15]] == [pytest.approx(1.8)]  # warm only
+    assert by_id[15][0]["status"] == "PASS"
+
+    paths = report.write_files(results, str(tmp_path / "out"))
+    for name in ("tasks.csv", "connect.csv", "startup.csv"):
+        assert (tmp_path / "out" / name).stat().st_size > 0, name
+    text = report.render_markdown(results, rows, paths, str(tmp_path))
+    for needle in (
+        "## Tasks per round (generated corpus)",
+        "| 64 | executors | 7 | 9.000 | 8.880 | 1.000 | 0.1200 |",
+        "## Throughput on a generated corpus",
+        "**MLlib is timed on a fraction of a pass and scaled:**",
+        "| scvb0 | 100.0 | 60.0 | 0.280 |",
+        "## Startup in a fresh process",
+        "| cold | 8 | 12.00 |",
+        "## Spark Connect against classic",
+        "| connect | 18 | 1.500 | 3.000 |",
+        "| never |",
+        "mllib-online-tuned's 5-pass held-out log-likelihood (-7.2500",
+    ):
+        assert needle in text, needle
+    # without the stages' results, none of their sections appears
+    plain = report.render_markdown(_fake_results(), [], paths, str(tmp_path))
+    for title in ("## Tasks per round", "## Throughput", "## Startup", "## Spark Connect"):
+        assert title not in plain
+
+
+@pytest.mark.slow
+def test_connect_stage_end_to_end(spark, tiny_corpus, tmp_path):
+    """The connect stage on the planted corpus: the same fit classic, on the DataFrame
+    path and through a Spark Connect server it starts and stops; the reference quality
+    is given (as the quality stage would leave it), so no MLlib fit runs here."""
+    import socket
+
+    from benchmarks.lda_bench import connect
+    from benchmarks.lda_bench.suite import CorpusSpec, Options
+
+    spec = CorpusSpec("planted", tiny_corpus, 4, 20)
+    opts = Options(corpora=[], systems=[], params={"minibatch_size": 70}, connect_passes=1)
+    reference = {
+        "corpus": "planted",
+        "system": "mllib-online-tuned",
+        "k": 4,
+        "passes": 5.0,
+        "elapsed_s": 30.0,
+        "heldout_loglik": -50.0,  # reached by the first evaluation
+    }
+    results = {"points": [reference]}
+    had = os.environ.get(connect.CONNECT_MODE)
+    out = connect.run_connect(spark, spec, opts, results, str(tmp_path))
+
+    assert os.environ.get(connect.CONNECT_MODE) == had  # classic pyspark.ml still works
+    assert out["reference"]["source"] == "quality stage"
+    by = {r["path"]: r for r in out["paths"]}
+    assert list(by) == ["classic", "dataframe", "connect"]
+    for r in by.values():
+        assert r["heldout_documents"] == 20  # the same held-out documents every way
+        assert r["rounds"] == 2 and r["median_round_s"] > 0  # ceil(130 / 70) rounds
+        assert 0 < r["time_to_reference_s"] <= r["train_s"]
+    # the same model every way: the paths differ in how, not in what
+    assert by["connect"]["final_heldout_loglik"] == pytest.approx(
+        by["classic"]["final_heldout_loglik"], rel=1e-9
+    )
+    # the server was stopped: its port no longer accepts connections
+    assert (tmp_path / "connect-server" / "connect-server.log").exists()
+    port = int(out["server"]["url"].rsplit(":", 1)[1])
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
+    rows = report.evaluate_targets(results)
+    assert [r["id"] for r in rows] == [9]
+    text = report.render_markdown(
+        {**_fake_results(), "connect": out}, rows, {"json": "r.json", "plot": "c.png"}, "."
+    )
+    assert "## Spark Connect against classic" in text
+
+
 @pytest.mark.slow
 def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
     """sparklda's fit, given the run's heldout_count and seed, holds out exactly the
@@ -254,6 +493,34 @@ def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
         bc.unpersist()
 
 
+def test_stage_options(tiny_corpus):
+    """--only runs the stages named and nothing else; --quick leaves the tasks,
+    throughput, startup and Connect stages out unless their options ask for them."""
+    base = ["--corpora", f"{tiny_corpus}:4", "--connect", f"{tiny_corpus}:4"]
+    opts = cli.resolve_options(cli.parser().parse_args([*base, "--only", "connect,startup"]))
+    assert opts.connect_corpus.name == "planted" and opts.connect_corpus.k == 4
+    assert opts.startup == ["warm", "cold"]
+    assert (opts.corpora, opts.systems, opts.kernel_ks) == ([], [], ())
+    assert (opts.tasks_parts, opts.throughput_docs, opts.sweep_minibatch) == ([], 0, [])
+
+    opts = cli.resolve_options(
+        cli.parser().parse_args(["--quick", "--corpora", f"{tiny_corpus}:4"])
+    )
+    assert opts.connect_corpus is None and opts.startup == [] and opts.tasks_parts == []
+    assert opts.throughput_docs == 0
+    opts = cli.resolve_options(
+        cli.parser().parse_args(
+            ["--quick", "--corpora", f"{tiny_corpus}:4", "--tasks", "2,4", "--tasks-docs", "500"]
+        )
+    )
+    assert opts.tasks_parts == [2, 4] and opts.tasks_docs == 500
+    assert opts.tasks_combine == ["executors", "driver"]
+    with pytest.raises(SystemExit):
+        cli.resolve_options(cli.parser().parse_args([*base, "--only", "everything"]))
+    with pytest.raises(SystemExit):
+        cli.resolve_options(cli.parser().parse_args([*base, "--throughput-mllib-iters", "3,1"]))
+
+
 def test_systems_cannot_change_the_heldout_documents():
     from benchmarks.lda_bench.suite import parse_system
 
@@ -269,7 +536,7 @@ def test_targets_file_is_the_judge(tmp_path):
     spec = report.load_targets()
     assert spec["system"] == "scvb0"
     by_id = {t["id"]: t for t in spec["targets"]}
-    assert sorted(by_id) == [1, 2, 3, 4, 5, 6, 7]
+    assert sorted(by_id) == list(range(1, 16))
     assert (by_id[4]["comparison"], by_id[4]["threshold"]) == (">=", 5e8)
     # the verdict follows the file: a lower kernel threshold passes the same figures
     by_id[4]["threshold"] = 3e8
@@ -346,7 +613,8 @@ def test_library_never_imports_the_benchmark():
     assert not os.path.exists(os.path.join(ROOT, "sparklda", "bench"))
 
 
-#: What the benchmark may import from sparklda: its public modules.
+#: What the benchmark may import from sparklda: its public modules (the generator
+#: behind ``sparklda generate`` draws the scale stages' corpora).
 PUBLIC = {
     "sparklda.api",
     "sparklda.block",

@@ -5,7 +5,9 @@ MLlib and gensim, one held-out set per corpus shared by every system (each
 sparklda algorithm holds out the same documents in its own ``fit``,
 ``pyspark.ml.clustering.LDA`` online at Spark's defaults and at tuned
 settings, gensim's ``LdaMulticore`` when installed), all scored by the same
-held-out document-completion code. Writes ``results.json`` and CSVs of every
+held-out document-completion code; then the stages on generated corpora
+(tasks per round, throughput, startup) and Spark Connect against classic
+(``--only`` picks stages). Writes ``results.json`` and CSVs of every
 measurement plus ``curves.png`` to ``--out`` and regenerates the page
 ``--report`` (default ``docs/benchmarks.md``), judging the targets of
 ``--targets`` (default ``benchmarks/targets.toml``).
@@ -29,7 +31,7 @@ from pyspark.sql import SparkSession
 
 import sparklda
 
-from . import report, suite
+from . import connect, report, scale, suite
 from .suite import (
     DEFAULT_HELDOUT,
     DEFAULT_HELDOUT_OTHER,
@@ -48,6 +50,19 @@ DEFAULT_CORPORA = "uci_kos:50,lda_newsgroups:100"
 DEFAULT_VARIANTS = "scvb0[tau_phi=100],scvb0[minibatch_size=500]"
 DEFAULT_NOTES = os.path.join(ROOT, "docs", "benchmarks", "notes.toml")
 COMMAND = "spark-submit benchmarks/run.py"
+DEFAULT_CONNECT = "lda_newsgroups:100"
+#: The stages of a run, in order (--only picks some).
+STAGES = (
+    "kernel",
+    "quality",
+    "sweep",
+    "scaling",
+    "floor",
+    "tasks",
+    "throughput",
+    "startup",
+    "connect",
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -180,6 +195,74 @@ def parser() -> argparse.ArgumentParser:
         help="skip the untimed warm-up fits (a --quick run skips them anyway)",
     )
     p.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated stages to run, the others skipped: " + ", ".join(STAGES),
+    )
+    g = p.add_argument_group("Spark Connect against classic (the connect stage)")
+    g.add_argument(
+        "--connect",
+        default=DEFAULT_CONNECT,
+        help="NAME[:K] or PATH[:K] of the corpus fitted classic, on the DataFrame path and "
+        f"through a Spark Connect server this run starts ('' to skip); default {DEFAULT_CONNECT}",
+    )
+    g.add_argument("--connect-passes", type=int, default=2, help="SCVB0 passes of each fit")
+    g.add_argument(
+        "--connect-reference",
+        default="mllib-online-tuned",
+        help="the MLlib variant whose 5-pass held-out quality the fits are timed to",
+    )
+    g = p.add_argument_group("generated corpora (the tasks and throughput stages)")
+    g.add_argument(
+        "--generated-dir",
+        default=None,
+        help="cache folder of the generated corpora, one folder per parameter set, "
+        "reused when present (default: DATA_DIR/generated)",
+    )
+    g.add_argument(
+        "--tasks",
+        default="2,16,64",
+        help="parts_per_slice (tasks per round) of the tasks stage ('' to skip)",
+    )
+    g.add_argument("--tasks-combine", default="executors,driver", help="combine values compared")
+    g.add_argument("--tasks-docs", type=int, default=100_000, help="documents generated")
+    g.add_argument("--tasks-vocab", type=int, default=50_000, help="vocabulary generated")
+    g.add_argument("--tasks-true-topics", type=int, default=100, help="topics generated")
+    g.add_argument("--tasks-mean-length", type=float, default=150.0, help="mean document length")
+    g.add_argument("--tasks-k", type=int, default=100, help="K of the fits")
+    g.add_argument("--tasks-minibatch", type=int, default=16_000, help="minibatch of the fits")
+    g.add_argument(
+        "--throughput-docs",
+        type=int,
+        default=700_000,
+        help="documents of the throughput stage's generated corpus (0 to skip)",
+    )
+    g.add_argument("--throughput-vocab", type=int, default=100_000)
+    g.add_argument("--throughput-true-topics", type=int, default=100)
+    g.add_argument("--throughput-mean-length", type=float, default=150.0)
+    g.add_argument("--throughput-k", type=int, default=100)
+    g.add_argument(
+        "--throughput-mllib-iters",
+        default="1,3",
+        help="M1,M2: MLlib is fitted with maxIter M1 and M2; its time per iteration is "
+        "the difference over M2 − M1",
+    )
+    g.add_argument(
+        "--throughput-mllib-rate",
+        type=float,
+        default=0.05,
+        help="MLlib's subsamplingRate (a pass is 1/rate iterations)",
+    )
+    g = p.add_argument_group("startup in a fresh process (the startup stage)")
+    g.add_argument(
+        "--startup",
+        default="warm,cold",
+        help="numba cache states: warm (the machine's), cold (an empty NUMBA_CACHE_DIR); "
+        "'' to skip",
+    )
+    g.add_argument("--startup-k", type=int, default=50)
+    g.add_argument("--startup-passes", type=int, default=2)
+    p.add_argument(
         "--driver-memory",
         default="8g",
         help="spark.driver.memory when this script starts the JVM itself (under "
@@ -204,7 +287,62 @@ def parse_value(text: str):
         return text
 
 
+def _corpus_spec(item: str, args, held: dict, default_k: int = 50) -> CorpusSpec:
+    name, _, k = item.rpartition(":") if ":" in item else (item, "", "")
+    path = name if os.sep in name or os.path.isdir(name) else os.path.join(args.data_dir, name)
+    if not os.path.isdir(path):
+        raise SystemExit(f"error: corpus folder {path!r} does not exist")
+    short = os.path.basename(os.path.normpath(path))
+    return CorpusSpec(
+        short,
+        os.path.abspath(path),
+        int(k) if k else default_k,
+        held.get(short, DEFAULT_HELDOUT.get(short, DEFAULT_HELDOUT_OTHER)),
+    )
+
+
+def apply_only(args):
+    """--only: every stage not named is skipped."""
+    if not args.only:
+        return
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    unknown = sorted(only - set(STAGES))
+    if unknown:
+        raise SystemExit(f"error: --only: unknown stage(s) {unknown}; known: {', '.join(STAGES)}")
+    if "kernel" not in only:
+        args.kernel_ks = ""
+    if "quality" not in only:
+        args.systems = "none"
+        args.variants = ""
+    if not only & {"quality", "sweep", "scaling", "floor"}:
+        args.corpora = ""
+    elif "quality" not in only:  # only the corpus of the sweep, the scaling and the floor
+        items = [x.strip() for x in args.corpora.split(",") if x.strip()]
+        keep = [
+            x
+            for x in items
+            if args.sweep_corpus is None
+            or os.path.basename(os.path.normpath(x.rpartition(":")[0] or x)) == args.sweep_corpus
+        ]
+        args.corpora = (keep or items)[-1] if items else ""
+    if "sweep" not in only:
+        args.sweep_minibatch = ""
+    if "scaling" not in only:
+        args.scaling = ""
+    if "floor" not in only:
+        args.no_floor = True
+    if "tasks" not in only:
+        args.tasks = ""
+    if "throughput" not in only:
+        args.throughput_docs = 0
+    if "startup" not in only:
+        args.startup = ""
+    if "connect" not in only:
+        args.connect = ""
+
+
 def resolve_options(args):
+    apply_only(args)
     if args.quick:
         if args.corpora == DEFAULT_CORPORA:
             args.corpora = "uci_kos:10"
@@ -220,28 +358,23 @@ def resolve_options(args):
             args.kernel_ks = "20"
         if args.variants == DEFAULT_VARIANTS:
             args.variants = ""
+        # the new stages run in a quick run only when asked for with their own option
+        if args.connect == DEFAULT_CONNECT:
+            args.connect = ""
+        if args.tasks == "2,16,64":
+            args.tasks = ""
+        if args.throughput_docs == 700_000:
+            args.throughput_docs = 0
+        if args.startup == "warm,cold":
+            args.startup = ""
     held = {}
     for item in args.heldout:
         name, _, n = item.partition("=")
         held[name] = int(n)
-    specs = []
-    for item in [x.strip() for x in args.corpora.split(",") if x.strip()]:
-        name, _, k = item.rpartition(":") if ":" in item else (item, "", "")
-        k = int(k) if k else 50
-        path = name if os.sep in name or os.path.isdir(name) else os.path.join(args.data_dir, name)
-        if not os.path.isdir(path):
-            raise SystemExit(f"error: corpus folder {path!r} does not exist")
-        short = os.path.basename(os.path.normpath(path))
-        specs.append(
-            CorpusSpec(
-                short,
-                os.path.abspath(path),
-                k,
-                held.get(short, DEFAULT_HELDOUT.get(short, DEFAULT_HELDOUT_OTHER)),
-            )
-        )
+    items = [x.strip() for x in args.corpora.split(",")]
+    specs = [_corpus_spec(item, args, held) for item in items if item]
     systems = (
-        [s.strip() for s in args.systems.split(",") if s.strip()]
+        [s.strip() for s in args.systems.split(",") if s.strip() and s.strip() != "none"]
         if args.systems
         else default_systems()
     )
@@ -270,8 +403,47 @@ def resolve_options(args):
         scaling_corpus=sweep,
         scaling_replicas=_ints(args.scaling),
         scaling_repeats=1 if args.quick else args.scaling_repeats,
-        warm_up=not (args.quick or args.no_warm_up),
+        warm_up=not (args.quick or args.no_warm_up) and bool(systems),
+        connect_corpus=_corpus_spec(args.connect, args, held, 100) if args.connect else None,
+        connect_passes=args.connect_passes,
+        connect_reference=args.connect_reference,
+        generated_dir=args.generated_dir or os.path.join(args.data_dir, "generated"),
+        tasks_parts=_ints(args.tasks),
+        tasks_combine=[x.strip() for x in args.tasks_combine.split(",") if x.strip()],
+        tasks_docs=args.tasks_docs,
+        tasks_vocab=args.tasks_vocab,
+        tasks_true_topics=args.tasks_true_topics,
+        tasks_mean_length=args.tasks_mean_length,
+        tasks_k=args.tasks_k,
+        tasks_minibatch=args.tasks_minibatch,
+        throughput_docs=args.throughput_docs,
+        throughput_vocab=args.throughput_vocab,
+        throughput_true_topics=args.throughput_true_topics,
+        throughput_mean_length=args.throughput_mean_length,
+        throughput_k=args.throughput_k,
+        throughput_mllib_iters=_mllib_iters(args.throughput_mllib_iters),
+        throughput_mllib_rate=args.throughput_mllib_rate,
+        startup=_startup_states(args.startup),
+        startup_k=args.startup_k,
+        startup_passes=args.startup_passes,
     )
+
+
+def _mllib_iters(text) -> tuple:
+    iters = _ints(text)
+    if len(iters) != 2 or not 1 <= iters[0] < iters[1]:
+        raise SystemExit(
+            f"error: --throughput-mllib-iters must be M1,M2 with 1 <= M1 < M2; got {text!r}"
+        )
+    return tuple(iters)
+
+
+def _startup_states(text) -> list:
+    states = [x.strip() for x in str(text).split(",") if x.strip()]
+    bad = [x for x in states if x not in ("warm", "cold")]
+    if bad:
+        raise SystemExit(f"error: --startup takes warm and/or cold; got {bad}")
+    return states
 
 
 def load_notes(path):
@@ -325,6 +497,16 @@ def run(spark, args, command: str | None = None) -> dict:
     finally:
         if kept is not None:
             kept.unpersist()
+    opts.default_parallelism = spark.sparkContext.defaultParallelism
+    if opts.tasks_parts:
+        scale.run_tasks(spark, opts, results)
+    if opts.throughput_docs:
+        scale.run_throughput(spark, opts, results)
+    if opts.startup:
+        scale.run_startup(opts, results)
+    if opts.connect_corpus is not None:  # last: it leaves a Connect session's traces in pyspark
+        work = tempfile.mkdtemp(prefix="sparklda-bench-connect-")
+        connect.run_connect(spark, opts.connect_corpus, opts, results, work)
     results["meta"]["run_seconds"] = time.perf_counter() - started
     write_report(results, args.out, args.report, spec)
     return results

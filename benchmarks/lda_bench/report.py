@@ -159,6 +159,13 @@ MEASURES = {
     "round_time_spread": (),
     "kernel_share": (),
     "cached_bytes_per_pair": (),
+    "connect_round_ratio": (),
+    "tasks_merge_growth": (),
+    "tasks_round_growth": (),
+    "tasks_driver_bytes": (),
+    "pass_speedup": (),
+    "build_over_pass": (),
+    "startup_ratio": ("cache",),
 }
 
 
@@ -228,6 +235,8 @@ def _row(t, corpus, vs, measured, value, compared, **extra):
 
 def _mllib_speedup(t, results, corpora, main):
     for c, variant, ref, sc in _against_mllib(results, corpora, main, t["reference_passes"]):
+        if t.get("variant", variant) != variant or t.get("corpus_contains", c) not in c:
+            continue
         hit = _first_reaching(sc, ref["heldout_loglik"])
         budget = ref["elapsed_s"] / t["threshold"]
         speedup = ref["elapsed_s"] / hit["elapsed_s"] if hit else None
@@ -362,6 +371,132 @@ def _cached_bytes_per_pair(t, results, corpora, main):
         yield _row(t, c, "", measured, per_pair, per_pair)
 
 
+def _connect_round_ratio(t, results, corpora, main):
+    con = results.get("connect")
+    if not con:
+        return
+    by = {r["path"]: r for r in con["paths"]}
+    if "classic" not in by or "connect" not in by:
+        return
+    ratio = by["connect"]["median_round_s"] / by["classic"]["median_round_s"]
+    measured = (
+        "median round "
+        + ", ".join(f"{p} {r['median_round_s']:.3f} s" for p, r in by.items())
+        + f": Connect / classic = {ratio:.2f}"
+    )
+    yield _row(t, con["corpus"], "", measured, ratio, ratio)
+
+
+def _tasks_executors(results):
+    """The executors-combine rows of the tasks stage, fewest tasks first (None if < 2)."""
+    tasks = results.get("tasks")
+    if not tasks:
+        return None
+    rows = sorted(
+        (r for r in tasks["rows"] if r["combine"] == "executors"),
+        key=lambda r: r["parts_per_slice"],
+    )
+    return (tasks, rows) if len(rows) >= 2 else None
+
+
+def _tasks_corpus(tasks) -> str:
+    c = tasks["corpus"]
+    return f"generated {c['n_docs']:,} docs, V={c['vocab_size']:,}"
+
+
+def _tasks_growth(key, what):
+    def evaluate(t, results, corpora, main):
+        found = _tasks_executors(results)
+        if not found:
+            return
+        tasks, rows = found
+        lo, hi = rows[0], rows[-1]
+        if not lo.get(key) or hi.get(key) is None:
+            return
+        ratio = hi[key] / lo[key]
+        measured = (
+            f"median {what} with the executors' combine: "
+            + ", ".join(f"{r['parts_per_slice']} tasks {r[key]:.4g} s" for r in rows)
+            + f" ({hi['parts_per_slice']} / {lo['parts_per_slice']} = {ratio:.2f}×)"
+        )
+        yield _row(t, _tasks_corpus(tasks), "", measured, ratio, ratio)
+
+    return evaluate
+
+
+def _tasks_driver_bytes(t, results, corpora, main):
+    found = _tasks_executors(results)
+    if not found:
+        return
+    tasks, rows = found
+    ratios = [
+        (r, r["median_driver_bytes"] / r["median_merged_bytes"])
+        for r in rows
+        if r.get("median_merged_bytes")
+    ]
+    if not ratios:
+        return
+    worst = max(x[1] for x in ratios)
+    measured = "driver-inbound / merged with the executors' combine: " + ", ".join(
+        f"{r['parts_per_slice']} tasks {_mb(r['median_driver_bytes'])} / "
+        f"{_mb(r['median_merged_bytes'])} = {x:.2f}"
+        for r, x in ratios
+    )
+    drivers = [
+        r for r in tasks["rows"] if r["combine"] == "driver" and r.get("median_merged_bytes")
+    ]
+    if drivers:
+        measured += "; with the driver merge: " + ", ".join(
+            f"{r['parts_per_slice']} tasks "
+            f"{r['median_driver_bytes'] / r['median_merged_bytes']:.2f}"
+            for r in drivers
+        )
+    yield _row(t, _tasks_corpus(tasks), "", measured, worst, worst)
+
+
+def _throughput_corpus(th) -> str:
+    c = th["corpus"]
+    return f"generated {c['n_docs']:,} docs, V={c['vocab_size']:,}"
+
+
+def _pass_speedup(t, results, corpora, main):
+    th = results.get("throughput")
+    if not th or th.get("speedup") is None:
+        return
+    m = th["mllib"]
+    measured = (
+        f"SCVB0 pass {th['sparklda']['pass_s']:.1f} s; MLlib pass {m['pass_s']:.1f} s "
+        f"(timed on {m['passes_timed']:g} of a pass: {m['iteration_s']:.1f} s per "
+        f"iteration × {m['iterations_per_pass']:g}): {th['speedup']:.1f}× faster"
+    )
+    yield _row(t, _throughput_corpus(th), "", measured, th["speedup"], th["speedup"])
+
+
+def _build_over_pass(t, results, corpora, main):
+    th = results.get("throughput")
+    if not th or th.get("build_over_pass") is None:
+        return
+    sp = th["sparklda"]
+    measured = (
+        f"corpus building {sp['build_s']:.1f} s, one pass {sp['pass_s']:.1f} s "
+        f"(ratio {th['build_over_pass']:.2f})"
+    )
+    ratio = th["build_over_pass"]
+    yield _row(t, _throughput_corpus(th), "", measured, ratio, ratio)
+
+
+def _startup_ratio(t, results, corpora, main):
+    for r in results.get("startup") or []:
+        if r["cache"] != t["cache"] or not r.get("steady_round_s"):
+            continue
+        ratio = r["first_round_s"] / r["steady_round_s"]
+        measured = (
+            f"first round {r['first_round_s']:.2f} s, steady rounds (median) "
+            f"{r['steady_round_s']:.2f} s: {ratio:.2f}×"
+        )
+        yield _row(t, f"KOS sample, K={r['k']}", "", measured, ratio, ratio)
+
+
 _EVALUATORS = {
     "mllib_speedup": _mllib_speedup,
     "mllib_gain": _mllib_gain,
@@ -370,6 +505,13 @@ _EVALUATORS = {
     "round_time_spread": _round_time_spread,
     "kernel_share": _kernel_share,
     "cached_bytes_per_pair": _cached_bytes_per_pair,
+    "connect_round_ratio": _connect_round_ratio,
+    "tasks_merge_growth": _tasks_growth("median_merge_s", "driver merge"),
+    "tasks_round_growth": _tasks_growth("median_round_s", "round"),
+    "tasks_driver_bytes": _tasks_driver_bytes,
+    "pass_speedup": _pass_speedup,
+    "build_over_pass": _build_over_pass,
+    "startup_ratio": _startup_ratio,
 }
 
 
@@ -472,8 +614,14 @@ def write_files(results: dict, out_dir: str) -> dict:
                 rounds.append({"corpus": c, "system": s, **r})
     paths["rounds"] = os.path.join(out_dir, "rounds.csv")
     _write_csv(paths["rounds"], rounds, ROUND_FIELDS)
-    for name in ("sweep", "scaling", "kernel"):
-        rows = results.get(name) or []
+    for name, rows in (
+        ("sweep", results.get("sweep")),
+        ("scaling", results.get("scaling")),
+        ("kernel", results.get("kernel")),
+        ("tasks", (results.get("tasks") or {}).get("rows")),
+        ("connect", (results.get("connect") or {}).get("paths")),
+        ("startup", results.get("startup")),
+    ):
         if rows:
             paths[name] = os.path.join(out_dir, f"{name}.csv")
             _write_csv(paths[name], rows, list(rows[0].keys()))
@@ -651,6 +799,10 @@ def render_markdown(
     lines += _scaling_section(results)
     lines += _kernel_section(results)
     lines += _memory_section(results)
+    lines += _tasks_section(results)
+    lines += _throughput_section(results)
+    lines += _startup_section(results)
+    lines += _connect_section(results)
     lines += _variant_section(results, spec)
     lines += _closing_note(results, targets)
     return "\n".join(lines) + "\n"
@@ -869,6 +1021,140 @@ def _memory_section(results):
                 f"{_mb(mem.get('driver_jvm_peak_rss_bytes'))} |"
             )
     return lines + [""] if n else []
+
+
+def _tasks_section(results):
+    tasks = results.get("tasks")
+    if not tasks:
+        return []
+    c = tasks["corpus"]
+    lines = [
+        "## Tasks per round (generated corpus)",
+        "",
+        f"A corpus drawn by `sparklda generate` ({c['n_docs']:,} documents of mean length "
+        f"{c['mean_length']:g}, V={c['vocab_size']:,} Zipf, {c['k_true']} true topics, "
+        f"seed {c['seed']}); SCVB0 K={tasks['k']}, minibatch {tasks['minibatch_size']:,}, "
+        f"{tasks['passes']} pass per setting. Medians over the rounds after the first. "
+        "Merge is the driver's `merge_s` (with the executors' combine: stacking the "
+        "merged shards); shipped, driver-inbound and merged are the round records' "
+        "`shipped_bytes`, `driver_bytes` and `merged_bytes` (docs/architecture.md, "
+        '"Memory model").',
+        "",
+        "| tasks | combine | rounds | round s | job s | kernel s | merge s | shipped | "
+        "driver-inbound | merged | cached blocks | driver peak RSS (Python / JVM) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in tasks["rows"]:
+        lines.append(
+            f"| {r['parts_per_slice']} | {r['combine']} | {r['rounds']} | "
+            f"{_num(r.get('median_round_s'))} | {_num(r.get('median_job_s'))} | "
+            f"{_num(r.get('median_kernel_s'))} | {_num(r.get('median_merge_s'), '{:.4f}')} | "
+            f"{_mb(r.get('median_shipped_bytes'))} | {_mb(r.get('median_driver_bytes'))} | "
+            f"{_mb(r.get('median_merged_bytes'))} | {_mb(r.get('cached_bytes'))} | "
+            f"{_mb(r.get('driver_python_peak_rss_bytes'))} / "
+            f"{_mb(r.get('driver_jvm_peak_rss_bytes'))} |"
+        )
+    return lines + [""]
+
+
+def _throughput_section(results):
+    th = results.get("throughput")
+    if not th:
+        return []
+    c, sp, m = th["corpus"], th["sparklda"], th["mllib"]
+    tokens = sp.get("training_tokens")
+    return [
+        "## Throughput on a generated corpus",
+        "",
+        f"A corpus drawn by `sparklda generate` ({c['n_docs']:,} documents of mean length "
+        f"{c['mean_length']:g}, V={c['vocab_size']:,}, {c['k_true']} true topics"
+        + (f"; {tokens:,.0f} training tokens" if tokens else "")
+        + f"), K={th['k']}. SCVB0: one pass at minibatch {sp['minibatch_size']:,} "
+        f"({sp['rounds']} round{'s' if sp['rounds'] != 1 else ''}), after an untimed small "
+        "fit that starts the Python workers; its pass time is the fit's training time minus "
+        "its corpus building. MLlib's online LDA runs on the same documents (the Parquet "
+        "DataFrame, cached before timing) at "
+        + ", ".join(f"{k}={v}" for k, v in m["settings"].items())
+        + f". **MLlib is timed on a fraction of a pass and scaled:** after an untimed "
+        f"warm-up fit, two fits of maxIter {m['max_iter'][0]} and {m['max_iter'][1]} "
+        f"({m['fit_s'][0]:.1f} s and {m['fit_s'][1]:.1f} s); "
+        + (
+            f"the difference per iteration ({m['iteration_s']:.1f} s, MLlib's set-up per "
+            "fit left out)"
+            if m.get("method", "marginal") == "marginal"
+            else f"the second fit's time per iteration ({m['iteration_s']:.1f} s, set-up "
+            "included: the first fit took as long)"
+        )
+        + f" times the {m['iterations_per_pass']:g} iterations of a pass.",
+        "",
+        "| system | one pass s | corpus building s | median round s |",
+        "|---|---|---|---|",
+        f"| scvb0 | {sp['pass_s']:.1f} | {sp['build_s']:.1f} | {_num(sp.get('median_round_s'))} |",
+        f"| mllib-online ({m['passes_timed']:g} of a pass timed) | {m['pass_s']:.1f} | — | — |",
+        "",
+    ]
+
+
+def _startup_section(results):
+    rows = results.get("startup") or []
+    if not rows:
+        return []
+    lines = [
+        "## Startup in a fresh process",
+        "",
+        "`benchmarks/scale/startup.py` in a new Python process with its own JVM: SCVB0 on "
+        f"the shipped KOS sample (K={rows[0]['k']}, minibatch {rows[0]['minibatch_size']:,}, "
+        "the driver merge), with the machine's numba cache (warm) and with an empty one "
+        "(cold: `NUMBA_CACHE_DIR` pointed at a new folder). Steady: the median of the "
+        "later rounds.",
+        "",
+        "| numba cache | rounds | first round s | its slowest kernel s | steady round s | "
+        "steady kernel s | corpus building s | process s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['cache']} | {r['rounds']} | {r['first_round_s']:.2f} | "
+            f"{r['first_kernel_s']:.2f} | {_num(r.get('steady_round_s'), '{:.2f}')} | "
+            f"{_num(r.get('steady_kernel_s'), '{:.2f}')} | {r['build_s']:.1f} | "
+            f"{r['process_s']:.0f} |"
+        )
+    return lines + [""]
+
+
+def _connect_section(results):
+    con = results.get("connect")
+    if not con:
+        return []
+    ref = con["reference"]
+    lines = [
+        "## Spark Connect against classic",
+        "",
+        f"SCVB0 on {con['corpus']} (K={con['k']}, minibatch {con['minibatch_size']:,}, "
+        f"{con['passes']} pass{'es' if con['passes'] != 1 else ''}), the UCI files read "
+        "by `sparklda.corpus.read_uci` in each "
+        'session: `execution="classic"` and `execution="dataframe"` in the benchmark\'s '
+        "classic session, and a Spark Connect session on a local Connect server this run "
+        f"started ({con['server']['master']}). Every fit holds out the same documents. "
+        f"Time to reference: from the start of `fit` to the first evaluation at or above "
+        f"{ref['system']}'s {ref['passes']:g}-pass held-out log-likelihood "
+        f"({ref['heldout_loglik']:.4f}, reached by MLlib in {ref['elapsed_s']:.1f} s; "
+        f"{ref['source']}). Round figures are medians over the rounds after the first.",
+        "",
+        "| path | rounds | round s | first round s | job s | kernel s | corpus building s | "
+        "time to reference s | passes | final held-out |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in con["paths"]:
+        hit = r.get("time_to_reference_s")
+        lines.append(
+            f"| {r['path']} | {r['rounds']} | {r['median_round_s']:.3f} | "
+            f"{r['first_round_s']:.3f} | {r['median_job_s']:.3f} | {r['median_kernel_s']:.3f} | "
+            f"{r['build_s']:.1f} | {'never' if hit is None else f'{hit:.1f}'} | "
+            f"{_num(r.get('passes_to_reference'), '{:.2f}')} | "
+            f"{_num(r.get('final_heldout_loglik'), '{:.4f}')} |"
+        )
+    return lines + [""]
 
 
 def _closing_note(results, targets):

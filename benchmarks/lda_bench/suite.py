@@ -10,6 +10,9 @@
    at one minibatch size; median round time.
 
 5. The round floor: rounds of an SCVB0 round's shape without the kernel.
+6. Tasks per round, throughput against MLlib and startup on generated
+   corpora (:mod:`benchmarks.lda_bench.scale`), then Spark Connect against
+   classic (:mod:`benchmarks.lda_bench.connect`).
 
 Everything returns plain dicts (JSON-ready); :mod:`benchmarks.lda_bench.report`
 turns them into files, a plot and ``docs/benchmarks.md``. Only sparklda's
@@ -77,6 +80,33 @@ class Options:
     scaling_repeats: int = 3
     gensim_workers: int = 1
     warm_up: bool = True
+    default_parallelism: int = 2
+    # Spark Connect against classic (benchmarks/lda_bench/connect.py)
+    connect_corpus: CorpusSpec | None = None
+    connect_passes: int = 2
+    connect_reference: str = "mllib-online-tuned"
+    connect_ref_passes: float = 5.0
+    work_dir: str = ""
+    # generated corpora (benchmarks/lda_bench/scale.py)
+    generated_dir: str = ""
+    tasks_parts: list = field(default_factory=list)
+    tasks_combine: list = field(default_factory=lambda: ["executors", "driver"])
+    tasks_docs: int = 100_000
+    tasks_vocab: int = 50_000
+    tasks_true_topics: int = 100
+    tasks_mean_length: float = 150.0
+    tasks_k: int = 100
+    tasks_minibatch: int = 16_000
+    throughput_docs: int = 0
+    throughput_vocab: int = 100_000
+    throughput_true_topics: int = 100
+    throughput_mean_length: float = 150.0
+    throughput_k: int = 100
+    throughput_mllib_iters: tuple = (1, 3)
+    throughput_mllib_rate: float = 0.05
+    startup: list = field(default_factory=list)
+    startup_k: int = 50
+    startup_passes: int = 2
 
 
 def default_systems() -> list[str]:

@@ -283,6 +283,7 @@ def test_text_corpus_matches_between_sessions(spark, connect):
         remote.unpersist()
 
 
+@pytest.mark.slow
 def test_warm_start_under_connect_remaps_the_vocabulary_as_classic(spark, connect):
     """fit(..., initial_model=...) on a Connect DataFrame: the corpus's terms are remapped
     onto the model's vocabulary (new terms appended) on the DataFrame path, and the

@@ -229,17 +229,19 @@ def count_source(source: DocSource, needed: np.ndarray) -> tuple[np.ndarray, np.
     return _combine(partials, n_terms)
 
 
-def count_blocks(blocks_rdd, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Occurrence and co-occurrence counts of ``needed`` in an RDD of
-    :class:`~sparklda.block.DocBlock` (a corpus's cached training documents)."""
+def count_blocks(blocks, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Occurrence and co-occurrence counts of ``needed`` in a corpus's cached training
+    documents: an RDD of :class:`~sparklda.block.DocBlock` (classic path) or the
+    DataFrame path's blocks (a ``block`` column of :func:`~sparklda.block.block_to_bytes`
+    bytes, counted in ``mapInArrow``: Spark Connect has no RDDs)."""
     needed = np.asarray(needed, np.int64)
     n_terms = len(needed)
 
-    def count(blocks):
+    def count(docblocks):
         occ = np.zeros(n_terms, np.int64)
         co = np.zeros((n_terms, n_terms), np.int64)
         n = 0
-        for b in blocks:
+        for b in docblocks:
             ids = np.asarray(b.terms, np.int64)[b.local]
             pos = np.searchsorted(needed, ids)
             pos[pos >= n_terms] = 0
@@ -248,9 +250,23 @@ def count_blocks(blocks_rdd, needed: np.ndarray) -> tuple[np.ndarray, np.ndarray
             occ += o
             co += c
             n += m
-        yield _partial(occ, co, n)
+        return _partial(occ, co, n)
 
-    return _combine(blocks_rdd.mapPartitions(count).collect(), n_terms)
+    if not hasattr(blocks, "mapInArrow"):
+        return _combine(blocks.mapPartitions(lambda it: [count(it)]).collect(), n_terms)
+
+    def count_frame(batches):
+        import pyarrow as pa
+
+        from .block import block_from_bytes
+
+        docblocks = (
+            block_from_bytes(data) for batch in batches for data in batch.column(0).to_pylist()
+        )
+        yield pa.RecordBatch.from_pylist([count(docblocks)], schema=_arrow_schema())
+
+    rows = blocks.select("block").mapInArrow(count_frame, _SCHEMA_DDL).collect()
+    return _combine([r.asDict() for r in rows], n_terms)
 
 
 def score(measure: str, top: np.ndarray, counts) -> list[float]:

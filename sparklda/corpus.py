@@ -1161,7 +1161,10 @@ def _uci_line_frame(spark, path: str, min_partitions: int | None):
     if is_sample(path):
         data = _read_local_bytes(resolve_sample(path), f"Sample file {path!r}")
         lines = _text_lines(decode_text(data, "utf-8", f"Sample file {path!r}"))
-        frame = spark.createDataFrame([(line,) for line in lines], "value string")
+        # one partition, in file order: a local relation's projection may be evaluated
+        # on the driver (all rows in partition 0) before the rows are sliced, so the
+        # header would be skipped in every slice (docs/architecture.md, "Spark Connect path")
+        frame = spark.createDataFrame([(line,) for line in lines], "value string").coalesce(1)
     else:
         frame = spark.read.text(path)
     return frame

@@ -5,6 +5,7 @@ classic ``spark`` session."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -226,3 +227,47 @@ docword = "sample:kos/docword.txt.gz"
     assert got.keys() == want.keys()
     for doc_id, th in want.items():
         np.testing.assert_allclose(got[doc_id], th, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.slow
+def test_train_job_against_the_connect_server(spark, connect, tmp_path):
+    """``sparklda-train --remote sc://...`` trains the shipped KOS sample on the DataFrame
+    path, writes the model and metrics.json (which record the remote URL), and the model
+    equals the same configuration trained in the classic session."""
+    from sparklda.cli import train
+    from sparklda.cli.config import load_config
+    from sparklda.model import TopicModel
+    from tests.conftest import CONNECT_MODE
+    from tests.helpers import write_config
+
+    url = f"sc://{connect.client._builder.url.netloc}"
+    cfg = write_config(tmp_path)
+    overrides = ["training.k=5", "training.dtype=float64", "evaluation.heldout_count=50"]
+    sets = [a for o in overrides for a in ("--set", o)]
+    env = job_env(PYTHONPATH=ROOT, SPARK_CONNECT_MODE_ENABLED=None, SPARK_REMOTE=None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparklda.cli.train", "--config", cfg, "--remote", url, *sets],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    remote = TopicModel.load(str(tmp_path / "model"))
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["spark"]["remote"] == url
+    assert metrics["report"]["mode"]["execution"] == "dataframe"
+    assert remote.k == 5 and remote.vocab_size == 6906 and remote.vocab[0] == "aarp"
+
+    had = os.environ.pop(CONNECT_MODE, None)
+    try:
+        classic_cfg = load_config(cfg, [*overrides, f"output.model={tmp_path / 'classic'}"])
+        expected = train.run(spark, classic_cfg)
+    finally:
+        if had is not None:
+            os.environ[CONNECT_MODE] = had
+    classic = TopicModel.load(str(tmp_path / "classic"))
+    assert metrics["report"]["rounds"] == expected["report"]["rounds"]
+    np.testing.assert_allclose(remote.topic_word, classic.topic_word, rtol=1e-6)
+    # u_mass counted on the DataFrame path's cached blocks, as on the classic RDD
+    assert metrics["coherence"]["per_topic"] == pytest.approx(expected["coherence"]["per_topic"])

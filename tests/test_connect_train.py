@@ -281,3 +281,39 @@ def test_text_corpus_matches_between_sessions(spark, connect):
     finally:
         classic.unpersist()
         remote.unpersist()
+
+
+@pytest.mark.slow
+def test_warm_start_under_connect_remaps_the_vocabulary_as_classic(spark, connect):
+    """fit(..., initial_model=...) on a Connect DataFrame: the corpus's terms are remapped
+    onto the model's vocabulary (new terms appended) on the DataFrame path, and the
+    model equals the same warm start in the classic session."""
+    from sparklda.corpus import from_text
+    from sparklda.model import TopicModel
+
+    rows = [(f"apple banana cherry w{i % 7} dog egg fig w{i % 5} grape",) for i in range(40)]
+    old_vocab = ["grape", "zebra", "apple", "w3", "dog", "yak"]
+    rng = np.random.default_rng(3)
+    start = TopicModel(rng.gamma(1.0, 5.0, (len(old_vocab), 3)), 0.1, 0.01, old_vocab)
+    p = TrainParams(
+        k=3,
+        passes=2,
+        minibatch_size=20,
+        heldout_count=4,
+        seed=5,
+        parts_per_slice=2,
+        dtype="float64",
+    )
+    had = os.environ.pop(CONNECT_MODE, None)
+    try:
+        classic = fit(from_text(spark.createDataFrame(rows, ["text"])), p, initial_model=start)
+    finally:
+        if had is not None:
+            os.environ[CONNECT_MODE] = had
+    remote = fit(from_text(connect.createDataFrame(rows, ["text"])), p, initial_model=start)
+    assert remote.report["mode"]["execution"] == "dataframe"
+    assert remote.model.vocab[: len(old_vocab)] == old_vocab
+    assert remote.model.vocab == classic.model.vocab
+    assert len(remote.model.vocab) > len(old_vocab)
+    assert remote.report["rounds"] == classic.report["rounds"]
+    np.testing.assert_allclose(remote.model.topic_word, classic.model.topic_word, rtol=1e-6)

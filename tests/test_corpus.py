@@ -222,9 +222,9 @@ def test_heldout_split_is_seeded_exact_and_disjoint(spark):
     with pytest.raises(
         ParamError,
         match="^The 'minibatch_size' parameter of build_corpus must be "
-        "an int in the range \\[1, inf\\). Got 0 instead.$",
+        "an int in the range \\[0, inf\\). Got -1 instead.$",
     ):
-        build_corpus(src, minibatch_size=0)
+        build_corpus(src, minibatch_size=-1)
     with pytest.raises(
         ParamError,
         match="'heldout_count' parameter of split_documents must be an "

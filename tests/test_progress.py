@@ -122,7 +122,7 @@ def test_log_level_option(tmp_path, monkeypatch):
     class Started(Exception):
         pass
 
-    def fake_session(cfg, master, app_name):
+    def fake_session(cfg, master, app_name, remote=None):
         seen["cfg"] = cfg
         raise Started
 

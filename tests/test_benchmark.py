@@ -410,55 +410,6 @@ def test_stage_targets_and_sections_from_known_figures(tmp_path):
 
 
 @pytest.mark.slow
-def test_connect_stage_end_to_end(spark, tiny_corpus, tmp_path):
-    """The connect stage on the planted corpus: the same fit classic, on the DataFrame
-    path and through a Spark Connect server it starts and stops; the reference quality
-    is given (as the quality stage would leave it), so no MLlib fit runs here."""
-    import socket
-
-    from benchmarks.lda_bench import connect
-    from benchmarks.lda_bench.suite import CorpusSpec, Options
-
-    spec = CorpusSpec("planted", tiny_corpus, 4, 20)
-    opts = Options(corpora=[], systems=[], params={"minibatch_size": 70}, connect_passes=1)
-    reference = {
-        "corpus": "planted",
-        "system": "mllib-online-tuned",
-        "k": 4,
-        "passes": 5.0,
-        "elapsed_s": 30.0,
-        "heldout_loglik": -50.0,  # reached by the first evaluation
-    }
-    results = {"points": [reference]}
-    had = os.environ.get(connect.CONNECT_MODE)
-    out = connect.run_connect(spark, spec, opts, results, str(tmp_path))
-
-    assert os.environ.get(connect.CONNECT_MODE) == had  # classic pyspark.ml still works
-    assert out["reference"]["source"] == "quality stage"
-    by = {r["path"]: r for r in out["paths"]}
-    assert list(by) == ["classic", "dataframe", "connect"]
-    for r in by.values():
-        assert r["heldout_documents"] == 20  # the same held-out documents every way
-        assert r["rounds"] == 2 and r["median_round_s"] > 0  # ceil(130 / 70) rounds
-        assert 0 < r["time_to_reference_s"] <= r["train_s"]
-    # the same model every way: the paths differ in how, not in what
-    assert by["connect"]["final_heldout_loglik"] == pytest.approx(
-        by["classic"]["final_heldout_loglik"], rel=1e-9
-    )
-    # the server was stopped: its port no longer accepts connections
-    assert (tmp_path / "connect-server" / "connect-server.log").exists()
-    port = int(out["server"]["url"].rsplit(":", 1)[1])
-    with socket.socket() as sock:
-        assert sock.connect_ex(("127.0.0.1", port)) != 0
-    rows = report.evaluate_targets(results)
-    assert [r["id"] for r in rows] == [9]
-    text = report.render_markdown(
-        {**_fake_results(), "connect": out}, rows, {"json": "r.json", "plot": "c.png"}, "."
-    )
-    assert "## Spark Connect against classic" in text
-
-
-@pytest.mark.slow
 def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
     """sparklda's fit, given the run's heldout_count and seed, holds out exactly the
     documents MLlib is scored on; another seed is caught."""

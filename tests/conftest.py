@@ -80,3 +80,12 @@ def _restore_env(name: str, value: str | None) -> None:
         os.environ.pop(name, None)
     else:
         os.environ[name] = value
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that need the Spark Connect server (the ``connect`` fixture) are slow: the
+    server is a second Spark driver, started once for the run, which the fast subset
+    (``-m "not slow"``) does without."""
+    for item in items:
+        if "connect" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

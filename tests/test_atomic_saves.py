@@ -20,6 +20,7 @@ def _values(spark, path):
     return sorted({r.v for r in spark.read.parquet(path).select("v").distinct().collect()})
 
 
+@pytest.mark.slow
 def test_scored_output_survives_a_crash_at_every_step(spark, tmp_path, monkeypatch):
     """``write_output`` crashing while writing, between its two renames, and after them:
     the output is the old or the new one (or, between the renames only, restored by the
@@ -87,6 +88,7 @@ def test_scored_output_survives_a_crash_at_every_step(spark, tmp_path, monkeypat
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
+@pytest.mark.slow
 def test_pipeline_save_crashing_keeps_the_previous_pipeline(spark, tmp_path, monkeypatch):
     """``PipelineModel.write().overwrite().save`` with a sparklda stage: a crash while the
     new version is written keeps the old pipeline; pyspark's layout is replaced; a directory

@@ -149,6 +149,7 @@ def check_same_model(source, name):
     return executors
 
 
+@pytest.mark.slow
 def test_scvb0_same_model_and_bounded_driver_bytes(source):
     check_same_model(source, "scvb0")
 

@@ -33,6 +33,16 @@ class HeldoutScore:
     def perplexity(self) -> float:
         return float(np.exp(-self.loglik_per_token))
 
+    @classmethod
+    def from_parts(cls, parts) -> HeldoutScore:
+        """The score of the (log-likelihood, tokens, documents) of each part."""
+        total = sum(p[0] for p in parts)
+        tokens = sum(p[1] for p in parts)
+        docs = sum(p[2] for p in parts)
+        if tokens == 0:
+            raise ValueError("the held-out set has no target tokens to score")
+        return cls(total / tokens, tokens, docs)
+
     def as_dict(self) -> dict:
         return {
             "heldout_loglik": self.loglik_per_token,
@@ -105,12 +115,7 @@ def completion_loglik(
         ).collect()
     finally:
         bc.destroy()
-    total = sum(p[0] for p in parts)
-    tokens = sum(p[1] for p in parts)
-    docs = sum(p[2] for p in parts)
-    if tokens == 0:
-        raise ValueError("the held-out set has no target tokens to score")
-    return HeldoutScore(total / tokens, tokens, docs)
+    return HeldoutScore.from_parts(parts)
 
 
 def completion_loglik_df(
@@ -167,9 +172,4 @@ def completion_loglik_df(
         )
 
     parts = numbered.mapInArrow(score, "total double, tokens double, docs long").collect()
-    total = sum(p[0] for p in parts)
-    tokens = sum(p[1] for p in parts)
-    docs = sum(p[2] for p in parts)
-    if tokens == 0:
-        raise ValueError("the held-out set has no target tokens to score")
-    return HeldoutScore(total / tokens, tokens, docs)
+    return HeldoutScore.from_parts(parts)

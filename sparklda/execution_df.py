@@ -361,12 +361,7 @@ class DataFrameExecutor(Executor):
             score_round(held, _alpha_arg(alpha), max_iter, tol),
             "total double, tokens double, docs long",
         ).collect()
-        total = sum(r[0] for r in rows)
-        tokens = sum(r[1] for r in rows)
-        docs = sum(r[2] for r in rows)
-        if tokens == 0:
-            raise ValueError("the held-out set has no target tokens to score")
-        return HeldoutScore(total / tokens, tokens, docs)
+        return HeldoutScore.from_parts(rows)
 
     def round_info(self) -> dict:
         return dict(self._info)

@@ -1425,34 +1425,124 @@ def _assign_parts(seed: int, n_slices: int, p: int):
 
 def _make_blocks(dtype):
     """mapInArrow over documents with ``part``, sorted by part within the partition: one
-    :class:`DocBlock` per part (:data:`BLOCKS_SCHEMA`), as the RDD path builds it."""
+    :class:`DocBlock` per part (:data:`BLOCKS_SCHEMA`), as the RDD path builds it. A
+    partition holds several parts (one per slice); each block is yielded once its
+    documents have all arrived, so a task holds one block's documents at a time."""
     import pyarrow as pa
 
     from .block import block_to_bytes
 
+    def emit(part: int, docs: list):
+        block = DocBlock.from_docs(docs, dtype=dtype)
+        return pa.RecordBatch.from_pydict(
+            {
+                "part": pa.array([part], pa.int32()),
+                "docs": pa.array([block.n_docs], pa.int64()),
+                "tokens": pa.array([block.n_tokens], pa.float64()),
+                "pairs": pa.array([block.nnz], pa.int64()),
+                "nbytes": pa.array([block.nbytes()], pa.int64()),
+                "block": pa.array([block_to_bytes(block)], pa.binary()),
+            }
+        )
+
     def run(batches):
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
-        parts = table.column("part").to_numpy()
-        docs = list(_frame_docs(table.to_batches()))
-        starts = np.flatnonzero(np.concatenate([[True], parts[1:] != parts[:-1]]))
-        ends = np.append(starts[1:], len(parts))
-        for a, b in zip(starts, ends, strict=True):
-            block = DocBlock.from_docs(docs[a:b], dtype=dtype)
-            yield pa.RecordBatch.from_pydict(
-                {
-                    "part": pa.array([int(parts[a])], pa.int32()),
-                    "docs": pa.array([block.n_docs], pa.int64()),
-                    "tokens": pa.array([block.n_tokens], pa.float64()),
-                    "pairs": pa.array([block.nnz], pa.int64()),
-                    "nbytes": pa.array([block.nbytes()], pa.int64()),
-                    "block": pa.array([block_to_bytes(block)], pa.binary()),
-                }
-            )
+        current: int | None = None
+        pending: list = []
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            parts = batch.column("part").to_numpy()
+            docs = list(docs_from_batch(batch))
+            starts = np.flatnonzero(np.concatenate([[True], parts[1:] != parts[:-1]]))
+            ends = np.append(starts[1:], len(parts))
+            for a, b in zip(starts, ends, strict=True):
+                part = int(parts[a])
+                if part != current:
+                    if current is not None:
+                        yield emit(current, pending)
+                    current, pending = part, []
+                pending.extend(docs[a:b])
+        if current is not None:
+            yield emit(current, pending)
 
     return run
+
+
+# --------------------------------------------------------------------------
+# Exact hash partitioning (the DataFrame path's block layout)
+
+
+def _murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3_x86_32.hashInt`` (what ``F.hash`` and ``repartition(n, col)``
+    compute for an int column, seed 42), as a signed 32-bit int."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k1 = (value & mask) * 0xCC9E2D51 & mask
+    k1 = rotl(k1, 15) * 0x1B873593 & mask
+    h1 = rotl((seed & mask) ^ k1, 13)
+    h1 = (h1 * 5 + 0xE6546B64) & mask
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & mask
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & mask
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def partition_keys(n: int) -> list[int]:
+    """``keys[i]``: the smallest int that ``repartition(n, key)`` sends to partition ``i``
+    (Spark's hash partitioning is ``pmod(murmur3(key), n)``). Repartitioning by
+    ``keys[x]`` therefore puts every row with ``x = i`` in partition ``i``, which a
+    hash of ``x`` itself does not (two values may share a partition)."""
+    keys: list[int | None] = [None] * n
+    missing, k = n, 0
+    while missing:
+        i = _murmur3_int(k) % n
+        if keys[i] is None:
+            keys[i] = k
+            missing -= 1
+        k += 1
+    return [int(x) for x in keys if x is not None]
+
+
+def exact_partition_column(col, n: int):
+    """A column that ``repartition(n, ...)`` sends to partition ``col`` (an int column
+    with values in ``[0, n)``): see :func:`partition_keys`."""
+    from pyspark.sql import functions as F
+
+    keys = F.array(*[F.lit(k) for k in partition_keys(n)])
+    return F.element_at(keys, col.cast("int") + 1)
+
+
+def _cached_blocks(frame, spark):
+    """``frame`` persisted with one block per cached batch: a round's filter on ``part``
+    then skips the other slices' blocks by the batches' statistics without reading
+    them. The batch size is read when the cache is first built (by the caller's next
+    action), and only set while that happens; a session that may not set it (some
+    managed services restrict Spark settings) caches in the default batches, which
+    are only slower to filter."""
+    name = "spark.sql.inMemoryColumnarStorage.batchSize"
+    try:
+        before = spark.conf.get(name, None)
+        spark.conf.set(name, "1")
+    except Exception as e:  # a managed session may refuse it: only slower
+        log.info("could not set %s (%s): the cached blocks keep the default batches", name, e)
+        return frame.persist(StorageLevel.MEMORY_AND_DISK), lambda: None
+
+    def restore():
+        try:
+            if before is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, before)
+        except Exception as e:  # pragma: no cover - set a moment ago
+            log.warning("could not restore %s: %s", name, e)
+
+    return frame.persist(StorageLevel.MEMORY_AND_DISK), restore
 
 
 def _make_heldout(seed: int, dtype):
@@ -1539,14 +1629,19 @@ def build_corpus_frame(
                 )
             n_slices = max(1, math.ceil(n_train / minibatch_size))
             n_parts = n_slices * p
-            train = (
+            # block s * p + i in partition i: a round's filter on its slice keeps p tasks,
+            # one block each (docs/architecture.md, "Spark Connect path")
+            train, restore = _cached_blocks(
                 train_docs.mapInArrow(_assign_parts(seed, n_slices, p), DOCS_SCHEMA + ", part int")
-                .repartition(n_parts, "part")
+                .repartition(p, exact_partition_column(F.col("part") % p, p))
                 .sortWithinPartitions("part")
-                .mapInArrow(_make_blocks(dtype), BLOCKS_SCHEMA)
-                .persist(StorageLevel.MEMORY_AND_DISK)
+                .mapInArrow(_make_blocks(dtype), BLOCKS_SCHEMA),
+                spark,
             )
-            meta = train.select("part", "docs", "tokens", "pairs", "nbytes").collect()
+            try:
+                meta = train.select("part", "docs", "tokens", "pairs", "nbytes").collect()
+            finally:
+                restore()
             arr = np.zeros((n_parts, 4))
             for r in meta:
                 arr[int(r[0])] = (r[1], r[2], r[3], r[4])

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .block import HeldoutBlock, arrays_from_bytes, arrays_to_bytes, block_from_bytes
+from .corpus import exact_partition_column
 from .evaluation import HeldoutScore, _alpha_arg, _score_partition
 from .execution import (
     Executor,
@@ -286,12 +287,24 @@ class DataFrameExecutor(Executor):
     def init_states(self, mode) -> RoundOutput:
         t0 = time.perf_counter()
         value = mode.init_value()
-        frame, held = self._with_value(self.corpus.train.select("part", "block"), value)
+        frame, held = self._with_value(self._one_block_per_task(self.corpus.train), value)
         t1 = time.perf_counter()
         states = frame.mapInArrow(
             init_round(held, mode.init_state(), mode.statistics()), STATES_SCHEMA
         )
         return self._advance(states, value, t0, t1)
+
+    def _one_block_per_task(self, frame):
+        """``part, block`` (and the other columns of ``frame``) with block ``part`` in
+        partition ``part``: the cached corpus holds a block of every slice in each of its
+        partitions, and a stateful mode's tasks should hold one block's state at a time."""
+        from pyspark.sql import functions as F
+
+        n = self.corpus.n_slices * self.corpus.parts_per_slice
+        cols = [c for c in frame.columns if c in ("part", "block", "state")]
+        if n == self.corpus.parts_per_slice:
+            return frame.select(*cols)
+        return frame.select(*cols).repartition(n, exact_partition_column(F.col("part"), n))
 
     def _advance(self, states, value, t0: float, t1: float) -> RoundOutput:
         states = states.localCheckpoint(eager=True)
@@ -340,7 +353,9 @@ class DataFrameExecutor(Executor):
 
     def load_states(self, mode, path: str) -> None:
         saved = self.spark.read.parquet(path).select("part", "state")
-        joined = self.corpus.train.select("part", "block").join(saved, "part", "left")
+        joined = self._one_block_per_task(
+            self.corpus.train.select("part", "block").join(saved, "part", "left")
+        )
         states = joined.mapInArrow(restore_round(mode.statistics()), STATES_SCHEMA)
         self._advance(states, None, time.perf_counter(), time.perf_counter())
 

@@ -114,12 +114,37 @@ def classic_corpus(spark, docword):
 
 @pytest.mark.slow
 def test_dataframe_corpus_has_the_classic_blocks_and_split(spark, docword, classic_corpus):
+    from pyspark.sql import functions as F
+
     frame = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
     try:
         assert frame.kind == "dataframe"
         _assert_same_corpus(classic_corpus, frame)
+        # block s * p + i in partition i: a round on slice s runs p tasks, one block each
+        p = frame.parts_per_slice
+        assert frame.train.rdd.getNumPartitions() == p
+        where = frame.train.select("part", F.spark_partition_id().alias("at")).collect()
+        assert sorted(r.part for r in where) == list(range(frame.n_slices * p))
+        assert all(r.at == r.part % p for r in where)
     finally:
         frame.unpersist()
+
+
+def test_exact_partition_column_puts_each_value_in_its_own_partition(spark):
+    """Spark's hash partitioning is pmod(murmur3(key), n): the keys chosen in Python give
+    value i partition i, for any n."""
+    from pyspark.sql import functions as F
+
+    from sparklda.corpus import _murmur3_int, exact_partition_column
+
+    rows = spark.range(-40, 2000).select("id", F.hash(F.col("id").cast("int")).alias("h"))
+    assert all(_murmur3_int(r.id) == r.h for r in rows.collect())
+    for n in (2, 3, 20):
+        df = spark.range(0, 3 * n).select((F.col("id") % n).cast("int").alias("x"))
+        out = df.repartition(n, exact_partition_column(F.col("x"), n))
+        got = out.select("x", F.spark_partition_id().alias("at")).collect()
+        assert sorted(r.x for r in got) == sorted(list(range(n)) * 3)
+        assert all(r.x == r.at for r in got), n
 
 
 @pytest.mark.slow

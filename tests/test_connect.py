@@ -5,6 +5,7 @@ classic ``spark`` session."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -144,17 +145,30 @@ def test_pipelines_write_overwrite_and_load_under_connect(spark, trained, connec
 
 
 @pytest.mark.slow
-def test_same_script_runs_under_connect_with_pyspark_lda_and_sparklda(connect, tmp_path):
+def test_same_script_runs_under_connect_with_pyspark_lda_and_sparklda(spark, connect, tmp_path):
     """The drop-in script of tests/test_ml.py against the Connect session, for pyspark's LDA
-    (Spark Connect ML) and sparklda's. sparklda's fit under Connect is the DataFrame-only
+    (Spark Connect ML) and sparklda's; sparklda's model equals the one the same script
+    trains in the classic session on the same rows (one Parquet dataset, so both sessions
+    read the same partitions). sparklda's fit under Connect is the DataFrame-only
     training executor (docs/architecture.md, "Spark Connect")."""
     from pyspark.ml.clustering import LDA as SparkLDA
 
     import sparklda
+    from tests.conftest import CONNECT_MODE
     from tests.test_ml import lda_script
 
     rows = kos_word_docs(0, 200) + [(10_000, []), (10_001, ["zzzunique"])]
-    words_c = connect.createDataFrame(rows, "id long, words array<string>")
+    path = str(tmp_path / "words")
+    had = os.environ.pop(CONNECT_MODE, None)
+    try:  # the classic session's run (pyspark picks classic or Connect process-wide)
+        spark.createDataFrame(rows, "id long, words array<string>").repartition(
+            2, "id"
+        ).write.parquet(path)
+        classic = lda_script(sparklda.LDA, spark.read.parquet(path), str(tmp_path / "classic"))
+    finally:
+        if had is not None:
+            os.environ[CONNECT_MODE] = had
+    words_c = connect.read.parquet(path)
     theirs = lda_script(SparkLDA, words_c, str(tmp_path / "pyspark"))
     ours = lda_script(sparklda.LDA, words_c, str(tmp_path / "sparklda"))
     for res in (theirs, ours):
@@ -165,12 +179,21 @@ def test_same_script_runs_under_connect_with_pyspark_lda_and_sparklda(connect, t
     for key in ("transform_schema", "describe_schema", "pipeline_schema", "vocab_size"):
         assert ours[key] == theirs[key], key
     assert ours["pipeline_stage"] == "LDAModel"
+    # the same model as the classic session's, and the same scores
+    assert ours["vocab_size"] == classic["vocab_size"]
+    np.testing.assert_allclose(ours["topics"], classic["topics"], rtol=1e-5)
+    assert ours["theta"].keys() == classic["theta"].keys()
+    for doc_id, th in classic["theta"].items():
+        np.testing.assert_allclose(ours["theta"][doc_id], th, rtol=1e-5, atol=1e-7)
+    assert ours["loglik"] == pytest.approx(classic["loglik"], rel=1e-6)
+    assert ours["logperplexity"] == pytest.approx(classic["logperplexity"], rel=1e-6)
 
 
 def test_infer_job_against_the_connect_server(spark, trained, connect, tmp_path):
     """``sparklda-infer --remote sc://...``: Parquet vectors in, topic distributions out,
     equal to the classic transform; run twice, the second replaces the first (staged,
-    ``_SUCCESS`` last) and leaves no staging directory."""
+    ``_SUCCESS`` last) and leaves no staging directory. UCI and text inputs are read
+    with DataFrame readers and scored as in the classic session."""
     base = trained["base"]
     url = f"sc://{connect.client._builder.url.netloc}"
     out = tmp_path / "topics"
@@ -199,27 +222,8 @@ id_col = "id"
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert "scored 151 documents with 4 topics" in proc.stdout
-    bad = tmp_path / "uci.toml"
-    bad.write_text(
-        f"""
-[infer]
-model = "{base / "model"}"
-output = "{tmp_path / "other"}"
-[infer.input]
-format = "uci"
-docword = "sample:kos/docword.txt.gz"
-"""
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "sparklda.cli.infer", "--config", str(bad), "--remote", url],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 2
-    assert "error: Under Spark Connect the infer job reads input.format = 'parquet'" in proc.stderr
     assert os.path.exists(out / "_SUCCESS")
+    _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path)
     assert not [n for n in os.listdir(tmp_path) if "sparklda-staging" in n]
     rows = spark.read.parquet(str(out)).collect()
     got = {r.doc_id: np.asarray(r.topicDistribution) for r in rows}
@@ -227,6 +231,68 @@ docword = "sample:kos/docword.txt.gz"
     assert got.keys() == want.keys()
     for doc_id, th in want.items():
         np.testing.assert_allclose(got[doc_id], th, rtol=1e-12, atol=1e-14)
+
+
+def _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path):
+    """UCI files (with a declared document that has no entry) and one-document-a-line
+    text, scored by the job against the Connect server (read with DataFrame readers,
+    terms matched to the model's vocabulary by name) as the classic session scores them."""
+    from sparklda.cli import infer
+    from sparklda.cli.config import load_config
+    from tests.conftest import CONNECT_MODE
+    from tests.helpers import KOS_DOCWORD, KOS_VOCAB
+
+    with gzip.open(KOS_DOCWORD, "rt") as f:
+        _, n_words, _ = (int(f.readline()) for _ in range(3))
+        body = [line for line in f if int(line.split()[0]) <= 40]
+    docword = tmp_path / "docword.txt"
+    docword.write_text(f"41\n{n_words}\n{len(body)}\n" + "".join(body))
+    text = tmp_path / "docs.txt"
+    lines = [" ".join(words) for _, words in kos_word_docs(150, 170)]
+    text.write_text("\n".join([*lines, "zzznever seen words"]) + "\n")
+    inputs = {
+        "uci": f'format = "uci"\ndocword = "{docword}"\nvocab = "{KOS_VOCAB}"',
+        "text": f'format = "text"\npath = "{text}"',
+    }
+    for name, table in inputs.items():
+        cfg = tmp_path / f"{name}.toml"
+        cfg.write_text(
+            f'[infer]\nmodel = "{base / "model"}"\noutput = "{tmp_path / name}"\n'
+            f"[infer.input]\n{table}\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "sparklda.cli.infer", "--config", str(cfg), "--remote", url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        had = os.environ.pop(CONNECT_MODE, None)
+        try:
+            classic_cfg = load_config(str(cfg), [f"infer.output={tmp_path / (name + '-classic')}"])
+            report = infer.run(spark, classic_cfg)
+        finally:
+            if had is not None:
+                os.environ[CONNECT_MODE] = had
+        n = report["documents"]
+        assert n == (41 if name == "uci" else len(lines) + 1)
+        assert report["unknown_term_tokens"] > 0
+        assert f"scored {n} documents with 4 topics" in proc.stdout
+        assert f"({report['unknown_term_tokens']:.0f} tokens of terms unknown" in proc.stdout
+        got = {
+            r.doc_id: np.asarray(r.topicDistribution)
+            for r in spark.read.parquet(str(tmp_path / name)).collect()
+        }
+        want = {
+            r.doc_id: np.asarray(r.topicDistribution)
+            for r in spark.read.parquet(str(tmp_path / (name + "-classic"))).collect()
+        }
+        assert got.keys() == want.keys() and len(got) == n
+        for doc_id, th in want.items():
+            np.testing.assert_allclose(got[doc_id], th, rtol=1e-12, atol=1e-14)
+        if name == "uci":  # doc 41 has no entry: the uniform distribution
+            np.testing.assert_allclose(got[41], np.full(K, 1 / K))
 
 
 @pytest.mark.slow

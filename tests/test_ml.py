@@ -103,6 +103,7 @@ def lda_script(LDA, words_df, tmp):
         "describe_schema": fields(topics.schema),
         "describe_rows": topics.count(),
         "matrix_shape": (tm.numRows, tm.numCols),
+        "topics": tm.toArray(),
         "vocab_size": model.vocabSize(),
         "doc_concentration_size": len(model.estimatedDocConcentration()),
         "loglik": model.logLikelihood(df),

@@ -18,10 +18,9 @@ term get the uniform distribution 1/K. The output is staged beside
 or loses the previous one.
 
 Against a Spark Connect server (``--remote sc://host:port`` or
-``SPARK_REMOTE``) the documents are read with DataFrame operations only:
-``input.format = "parquet"`` with ``input.features_col`` (vectors in the
-model's term ids), and readers take the output as complete when it holds
-``_SUCCESS``.
+``SPARK_REMOTE``) the documents are read with DataFrame operations only, every
+input format of the training job (UCI files, text, JSON, Parquet text or
+vectors), and readers take the output as complete when it holds ``_SUCCESS``.
 
 ``doc_id`` is the document's id in its input: the UCI docID (1-based, as in
 the file), the ``input.id_col`` value, or else the row number (0-based).
@@ -49,7 +48,7 @@ import time
 import numpy as np
 
 from ..api import source_from_config
-from ..corpus import DocSource
+from ..corpus import DocSource, validate_frame
 from ..errors import executor_errors
 from ..ml import load_topic_model
 from ..storage import is_connect, write_output
@@ -125,29 +124,86 @@ def score(spark, model, source, id_offset: int = 0):
     return model.transform(vectors).drop("features"), unknown, (raw, docs)
 
 
+def _to_vectors(v: int, id_offset: int):
+    """mapInArrow: documents (:data:`~sparklda.corpus.DOCS_SCHEMA`) to ``doc_id`` (plus
+    ``id_offset``) and ``features``, a sparse ML vector of size ``v``."""
+
+    def run(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            n = batch.num_rows
+            if not n:
+                continue
+            terms, counts = batch.column("terms"), batch.column("counts")
+            fields = [
+                pa.field("type", pa.int8(), nullable=False),
+                pa.field("size", pa.int32()),
+                pa.field("indices", pa.list_(pa.field("element", pa.int32(), nullable=False))),
+                pa.field("values", pa.list_(pa.field("element", pa.float64(), nullable=False))),
+            ]
+            indices = pa.ListArray.from_arrays(
+                terms.offsets, terms.values.cast(pa.int32()), type=fields[2].type
+            )
+            values = pa.ListArray.from_arrays(
+                counts.offsets, counts.values.cast(pa.float64()), type=fields[3].type
+            )
+            kinds = pa.array(np.zeros(n, np.int8))
+            sizes = pa.array(np.full(n, v, np.int32))
+            vectors = pa.StructArray.from_arrays([kinds, sizes, indices, values], fields=fields)
+            ids = pa.array(batch.column("doc_id").to_numpy() + np.int64(id_offset))
+            yield pa.RecordBatch.from_arrays([ids, vectors], ["doc_id", "features"])
+
+    return run
+
+
 def score_frame(spark, model, s: dict):
-    """(DataFrame of ``doc_id`` and ``topicDistribution`` (vector), unknown-term tokens) for
-    the documents of ``s["input"]`` read with DataFrame operations only (Spark Connect):
-    Parquet with a vector column ``features_col`` in the model's term ids, numbered by
-    ``id_col`` or by their position."""
+    """(DataFrame of ``doc_id`` and ``topicDistribution`` (vector), unknown-term tokens, the
+    source whose cached frames to release) for the documents of ``s["input"]``, read with
+    DataFrame operations only (Spark Connect). Every input format of the training job
+    works: Parquet vectors in the model's term ids (``features_col``, numbered by
+    ``id_col`` or by their position) are scored as they are; UCI files, text, JSON and
+    Parquet text are read as the train job reads them under Connect and their terms
+    matched to the model's vocabulary by name, as in a classic session."""
+    from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
 
     inp = s["input"]
-    if inp.get("format") != "parquet" or not inp.get("features_col"):
-        raise ConfigError(
-            "Under Spark Connect the infer job reads input.format = 'parquet' with "
-            "input.features_col (vectors of term counts in the model's term ids); "
-            f"got format {inp.get('format', 'uci')!r}. Vectorise the documents first "
-            "(e.g. with the CountVectorizerModel of the training pipeline)."
+    if inp.get("format") == "parquet" and inp.get("features_col"):
+        col = inp["features_col"]
+        df = spark.read.parquet(inp["path"])
+        if inp.get("id_col"):
+            docs = df.select(F.col(inp["id_col"]).cast("long").alias("doc_id"), F.col(col))
+        else:
+            docs = with_row_positions(df.select(col), "doc_id").select("doc_id", col)
+        scored = model.transform(docs, features_col=col)
+        return scored.drop(col), 0.0, None
+    source = source_from_config(spark, inp)
+    id_offset = 1 if inp.get("format", "uci") == "uci" else 0
+    tokens = validate_frame(source, source.documents_frame())["tokens"]
+    source.release_frame()
+    projected = project_to_vocabulary(source, model.vocab, model.vocab_size)
+    docs = projected.documents_frame()
+    known = docs.select(F.aggregate("counts", F.lit(0.0), lambda a, c: a + c).alias("n"))
+    unknown = float(tokens) - float(known.agg(F.sum("n")).first()[0] or 0.0)
+    if source.declared_docs:  # UCI: documents without any entry are still documents
+        missing = (
+            spark.range(source.declared_docs)
+            .withColumnRenamed("id", "doc_id")
+            .join(docs.select("doc_id"), "doc_id", "left_anti")
+            .select(
+                "doc_id",
+                F.array().cast("array<long>").alias("terms"),
+                F.array().cast("array<double>").alias("counts"),
+            )
         )
-    col = inp["features_col"]
-    df = spark.read.parquet(inp["path"])
-    if inp.get("id_col"):
-        docs = df.select(F.col(inp["id_col"]).cast("long").alias("doc_id"), F.col(col))
-    else:
-        docs = with_row_positions(df.select(col), "doc_id").select("doc_id", col)
-    scored = model.transform(docs, features_col=col)
-    return scored.drop(col), 0.0
+        docs = docs.unionByName(missing)
+    schema = StructType(
+        [StructField("doc_id", LongType(), False), StructField("features", VectorUDT(), True)]
+    )
+    vectors = docs.mapInArrow(_to_vectors(model.vocab_size, id_offset), schema)
+    return model.transform(vectors).drop("features"), unknown, projected
 
 
 def run(spark, cfg: dict) -> dict:
@@ -166,11 +222,13 @@ def run(spark, cfg: dict) -> dict:
     model = load_topic_model(s["model"], spark)
     log.info("model %s: k=%d, %d terms", s["model"], model.k, model.vocab_size)
     cached: tuple = ()
+    frames: DocSource | None = None
     what = "the documents"
     try:
         if connect:
             with executor_errors(what):
-                scored, unknown = score_frame(spark, model, s)
+                scored, unknown, frames = score_frame(spark, model, s)
+            what = frames.what if frames is not None else what
         else:
             source = source_from_config(spark, s["input"])
             what = source.what
@@ -189,6 +247,8 @@ def run(spark, cfg: dict) -> dict:
     finally:
         for rdd in cached:
             rdd.unpersist()
+        if frames is not None:
+            frames.release_frame()
     written = spark.read.parquet(s["output"]).count()
     report = {
         "model": s["model"],

@@ -1141,6 +1141,7 @@ def _connect_section(results):
         f"({ref['heldout_loglik']:.4f}, reached by MLlib in {ref['elapsed_s']:.1f} s; "
         f"{ref['source']}). Round figures are medians over the rounds after the first.",
         "",
+        *_stage_run(con),
         "| path | rounds | round s | first round s | job s | kernel s | corpus building s | "
         "time to reference s | passes | final held-out |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -1155,6 +1156,22 @@ def _connect_section(results):
             f"{_num(r.get('final_heldout_loglik'), '{:.4f}')} |"
         )
     return lines + [""]
+
+
+def _stage_run(stage: dict) -> list[str]:
+    """A line naming the run a stage's figures come from, when they were merged into these
+    results from a run of that stage alone (its ``run``: date, command, load)."""
+    run = stage.get("run")
+    if not run:
+        return []
+    load = run.get("load_average_at_start")
+    return [
+        f"These figures come from a run of this stage alone on {run['date']} "
+        f"(`{run['command']}`"
+        + (f"; load average at its start {', '.join(map(str, load))}" if load else "")
+        + "), merged into this page's results.",
+        "",
+    ]
 
 
 def _closing_note(results, targets):

@@ -49,8 +49,9 @@ class RoundOutput:
     shipped_bytes: int = 0
     #: bytes of partial statistics that reached the driver
     driver_bytes: int = 0
-    #: the round's statistics already merged on the executors (None: merge ``parts``)
-    merged: TopicStats | None = None
+    #: the round's statistics already merged on the executors, as merged term shards in
+    #: shard order (None: merge ``parts``); stacking them is the driver's merge
+    shards: list | None = None
     #: the number of non-empty blocks (tasks' partials) the statistics come from
     tasks: int = 0
     #: where the partials were merged: "executors" or "driver"
@@ -58,8 +59,8 @@ class RoundOutput:
 
     def merged_stats(self, k: int) -> TopicStats:
         """The round's merged statistics (empty with ``k`` columns when no block had any)."""
-        if self.merged is not None:
-            return self.merged
+        if self.shards:
+            return concat_shards(self.shards)
         if self.parts:
             return TopicStats.merge_all(self.parts)
         return TopicStats(np.zeros(0, np.int32), np.zeros((0, k)))
@@ -428,12 +429,12 @@ class ClassicExecutor(Executor):
             .collect()
         )
         shards = [st for _, st in sorted(merged_shards, key=lambda item: item[0])]
-        merged = concat_shards(shards) if shards else None
-        tasks = len(merged.timings.get("kernel", [])) if merged is not None else 0
+        # the per-task timings travel on shard 0's piece of each partial
+        tasks = len(shards[0].timings.get("kernel", [])) if shards else 0
         return RoundOutput(
             [],
             driver_bytes=sum(st.nbytes for st in shards),
-            merged=merged,
+            shards=shards,
             tasks=tasks,
             combine="executors",
         )

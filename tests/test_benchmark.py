@@ -444,6 +444,34 @@ def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
         bc.unpersist()
 
 
+def test_only_runs_merge_their_stages_into_the_existing_results(tmp_path):
+    """An --only run replaces the keys of its stages and keeps the rest, so stages run
+    separately (tasks here, connect elsewhere) add up on one page; each merged stage
+    keeps its own command, machine and date."""
+    base = _stage_results()
+    base_meta = dict(base["meta"])
+    new = {
+        "meta": {**base_meta, "command": "run.py --only tasks", "date": "2026-11-23 22:00 UTC"},
+        "corpora": {},
+        "systems": {},
+        "points": [],
+        "tasks": {**base["tasks"], "k": 7},
+    }
+    merged = cli.merge_stages(base, new, cli.only_stages("tasks"))
+    assert merged["tasks"]["k"] == 7
+    for key in ("connect", "throughput", "startup", "points", "systems", "corpora"):
+        assert merged[key] == base[key], key
+    assert merged["meta"] == base_meta
+    assert merged["stage_runs"]["tasks"]["command"] == "run.py --only tasks"
+    # a second stage adds to the first
+    again = cli.merge_stages(merged, {**new, "startup": []}, ["startup"])
+    assert again["tasks"]["k"] == 7 and again["startup"] == []
+    assert set(again["stage_runs"]) == {"tasks", "startup"}
+    paths = report.write_files(again, str(tmp_path))
+    text = report.render_markdown(again, report.evaluate_targets(again), paths, str(tmp_path))
+    assert "Measured 2026-11-23 22:00 UTC with `run.py --only tasks`" in text
+
+
 def test_stage_options(tiny_corpus):
     """--only runs the stages named and nothing else; --quick leaves the tasks,
     throughput, startup and Connect stages out unless their options ask for them."""

@@ -65,6 +65,51 @@ STAGES = (
 )
 
 
+#: The keys of results.json each stage writes (an ``--only`` run replaces these and
+#: keeps every other key of the results it merges into: see :func:`merge_stages`).
+STAGE_KEYS = {
+    "kernel": ("kernel",),
+    "quality": ("corpora", "systems", "points", "overhead_corpus"),
+    "sweep": ("sweep",),
+    "scaling": ("scaling",),
+    "floor": ("floor",),
+    "tasks": ("tasks",),
+    "throughput": ("throughput",),
+    "startup": ("startup",),
+    "connect": ("connect",),
+}
+
+
+def only_stages(text) -> list:
+    """The stages an ``--only`` value names, in run order."""
+    named = {x.strip() for x in str(text or "").split(",") if x.strip()}
+    return [s for s in STAGES if s in named]
+
+
+def merge_stages(base: dict, new: dict, stages) -> dict:
+    """``base`` results with the keys of ``stages`` taken from ``new``: an ``--only``
+    run adds to the results already in its ``--out`` folder instead of replacing
+    them, one stage at a time. Each merged stage's command, date, machine and run
+    time go to ``stage_runs[stage]``; ``base``'s own ``meta`` stays (it describes
+    the run of the other stages)."""
+    merged = dict(base)
+    runs = dict(base.get("stage_runs") or {})
+    for stage in stages:
+        for key in STAGE_KEYS[stage]:
+            if key in new:
+                merged[key] = new[key]
+            else:
+                merged.pop(key, None)
+        runs[stage] = {k: new["meta"].get(k) for k in ("command", "date", "machine", "run_seconds")}
+    merged["stage_runs"] = runs
+    merged.setdefault("corpora", {})
+    merged.setdefault("systems", {})
+    merged.setdefault("points", [])
+    if "notes" in new:
+        merged["notes"] = new["notes"]
+    return merged
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="benchmarks/run.py", description="Benchmark sparklda against Spark MLlib's LDA."
@@ -175,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--report-only",
         metavar="RESULTS_JSON",
-        help="regenerate the page from a results.json without running anything",
+        help="regenerate the page from a results.json without running anything; with "
+        "--only, merge those stages of it into the results.json of --out first",
     )
     p.add_argument(
         "--quick",
@@ -508,6 +554,11 @@ def run(spark, args, command: str | None = None) -> dict:
         work = tempfile.mkdtemp(prefix="sparklda-bench-connect-")
         connect.run_connect(spark, opts.connect_corpus, opts, results, work)
     results["meta"]["run_seconds"] = time.perf_counter() - started
+    stages = only_stages(args.only)
+    existing = os.path.join(args.out, "results.json")
+    if stages and os.path.exists(existing):  # additive: only the stages that ran change
+        with open(existing) as f:
+            results = merge_stages(json.load(f), results, stages)
     write_report(results, args.out, args.report, spec)
     return results
 
@@ -588,6 +639,13 @@ def main(argv=None) -> int:
     if args.report_only:
         with open(args.report_only) as f:
             results = json.load(f)
+        stages = only_stages(args.only)
+        existing = os.path.join(args.out, "results.json")
+        if (
+            stages and os.path.exists(existing) and not os.path.samefile(existing, args.report_only)
+        ):  # --only with --report-only: merge those stages of RESULTS_JSON into --out's
+            with open(existing) as f:
+                results = merge_stages(json.load(f), results, stages)
         notes = load_notes(args.notes)
         if notes:
             results["notes"] = notes

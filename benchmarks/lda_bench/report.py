@@ -1023,6 +1023,22 @@ def _memory_section(results):
     return lines + [""] if n else []
 
 
+def _stage_run(results, stage) -> list:
+    """The command, machine and date of the ``--only`` run a stage's figures come from."""
+    run = (results.get("stage_runs") or {}).get(stage)
+    if not run:
+        return []
+    m = run.get("machine") or {}
+    load = m.get("load_average_at_start")
+    return [
+        f"Measured {run.get('date')} with `{run.get('command')}` on {m.get('cores')} cores "
+        f"({m.get('cpu')}, {m.get('master')}, driver memory {m.get('driver_memory')}"
+        + (f", load average {' / '.join(load)} at the start" if load else "")
+        + f"; the stage took {(run.get('run_seconds') or 0) / 60:.1f} min).",
+        "",
+    ]
+
+
 def _tasks_section(results):
     tasks = results.get("tasks")
     if not tasks:
@@ -1031,6 +1047,7 @@ def _tasks_section(results):
     lines = [
         "## Tasks per round (generated corpus)",
         "",
+        *_stage_run(results, "tasks"),
         f"A corpus drawn by `sparklda generate` ({c['n_docs']:,} documents of mean length "
         f"{c['mean_length']:g}, V={c['vocab_size']:,} Zipf, {c['k_true']} true topics, "
         f"seed {c['seed']}); SCVB0 K={tasks['k']}, minibatch {tasks['minibatch_size']:,}, "
@@ -1066,6 +1083,7 @@ def _throughput_section(results):
     return [
         "## Throughput on a generated corpus",
         "",
+        *_stage_run(results, "throughput"),
         f"A corpus drawn by `sparklda generate` ({c['n_docs']:,} documents of mean length "
         f"{c['mean_length']:g}, V={c['vocab_size']:,}, {c['k_true']} true topics"
         + (f"; {tokens:,.0f} training tokens" if tokens else "")
@@ -1102,6 +1120,7 @@ def _startup_section(results):
     lines = [
         "## Startup in a fresh process",
         "",
+        *_stage_run(results, "startup"),
         "`benchmarks/scale/startup.py` in a new Python process with its own JVM: SCVB0 on "
         f"the shipped KOS sample (K={rows[0]['k']}, minibatch {rows[0]['minibatch_size']:,}, "
         "the driver merge), with the machine's numba cache (warm) and with an empty one "

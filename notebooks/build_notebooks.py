@@ -48,14 +48,17 @@ from pyspark.sql import SparkSession
 spark = SparkSession.getActiveSession()
 if spark is None:  # not on Databricks: a small local session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("sparklda-quickstart")
-             .config("spark.ui.enabled", "false")
+    builder = SparkSession.builder.appName("sparklda-quickstart")
+    if "SPARK_REMOTE" not in os.environ:  # else Spark Connect, e.g. SPARK_REMOTE=local[2]
+        builder = builder.master("local[2]")
+    spark = (builder.config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")
              .getOrCreate())
-if not type(spark).__module__.startswith("pyspark.sql.connect"):
+connect = type(spark).__module__.startswith("pyspark.sql.connect")
+if not connect:
     spark.sparkContext.setLogLevel("ERROR")  # Spark Connect (serverless) has no SparkContext
-print("Spark", spark.version)""",
+print("Spark", spark.version, "(Spark Connect)" if connect else "(classic)")""",
     ),
     (
         "markdown",
@@ -81,7 +84,10 @@ with gzip.open(kos / "docword.txt.gz", "rt") as f:
     entries = pd.read_csv(f, sep=" ", names=["doc", "term", "count"])
 docs = [(int(d), [vocab[t - 1] for t, c in zip(g["term"], g["count"]) for _ in range(c)])
         for d, g in entries.groupby("doc")]
-words = spark.createDataFrame(docs, "id long, words array<string>")
+# hash-partitioned by id and sorted: the split, the vocabulary's order and so the model
+# are then the same whatever the session (classic or Spark Connect) made of the local data
+words = (spark.createDataFrame(docs, "id long, words array<string>")
+         .repartition(2, "id").sortWithinPartitions("id"))
 train, new = words.randomSplit([0.95, 0.05], seed=1)
 train.cache()
 print(f"{n_docs} documents, {n_terms} terms: {train.count()} to train on, "

@@ -83,6 +83,13 @@ def fit(
         if hook is not None:
             hook(source.what)
     build = build_corpus_frame if uses_dataframes(source, params) else build_corpus
+
+    def on_phase(phase: str, counts: dict) -> None:
+        for cb in callbacks:
+            hook = getattr(cb, "on_build_phase", None)
+            if hook is not None:
+                hook(phase, counts)
+
     corpus = build(
         source,
         minibatch_size=params.minibatch_size,
@@ -91,6 +98,7 @@ def fit(
         seed=params.seed,
         parts_per_slice=params.parts_per_slice or None,
         dtype=np.dtype(params.dtype),
+        on_phase=on_phase,
     )
     try:
         for cb in callbacks:

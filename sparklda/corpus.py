@@ -942,6 +942,38 @@ def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | Non
     )
 
 
+#: ``on_phase(phase, counts)`` of :func:`build_corpus` / :func:`build_corpus_frame`.
+PhaseHook = Callable[[str, dict], None]
+
+#: The phases of corpus building, in order, as told to ``on_phase``: "reading" (the
+#: documents are read and validated in one pass), "validated" (counts: documents,
+#: empty_documents, tokens), "splitting" (the held-out documents are chosen), "caching"
+#: (counts: training_documents; the training blocks are built and cached), "cached"
+#: (counts: training_documents, heldout_documents, training_tokens, cached_bytes).
+BUILD_PHASES = ("reading", "validated", "splitting", "caching", "cached")
+
+
+def _no_phase(phase: str, counts: dict) -> None:
+    return None
+
+
+def _read_counts(stats: dict) -> dict:
+    return {
+        "documents": int(stats["docs"]),
+        "empty_documents": int(stats["empty"]),
+        "tokens": float(stats["tokens"]),
+    }
+
+
+def _cached_counts(arr: np.ndarray, n_train: int, n_held: int) -> dict:
+    return {
+        "training_documents": int(n_train),
+        "heldout_documents": int(n_held),
+        "training_tokens": float(arr[:, 1].sum()),
+        "cached_bytes": int(arr[:, 3].sum()),
+    }
+
+
 def build_corpus(
     source: DocSource,
     minibatch_size: int | None = 1000,
@@ -950,6 +982,7 @@ def build_corpus(
     seed: int = 0,
     parts_per_slice: int | None = None,
     dtype=np.float32,
+    on_phase: PhaseHook | None = None,
 ) -> Corpus:
     """Validate, hold out whole documents and cache the training blocks.
 
@@ -963,6 +996,8 @@ def build_corpus(
         takes precedence over a fraction).
     parts_per_slice : partitions (tasks) per round; default the cluster's
         default parallelism.
+    on_phase : called as ``on_phase(phase, counts)`` when a phase of the building
+        starts and ends (:data:`BUILD_PHASES`), for live progress.
     """
     _check_params(
         "build_corpus",
@@ -976,15 +1011,20 @@ def build_corpus(
     parts_per_slice = parts_per_slice or sc.defaultParallelism
     minibatch_size = minibatch_size or default_minibatch_size(parts_per_slice)
 
+    phase = on_phase or _no_phase
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with executor_errors(source.what):  # errors of the checks run on executors
+            phase("reading", {})
             stats = validate(source)
+            phase("validated", _read_counts(stats))
             train_docs, held_docs = split_documents(
                 source, stats, heldout_fraction, heldout_count, seed
             )
+            phase("splitting", {})
             # nothing held out: every non-empty document trains (no counting job needed)
             n_train = (stats["docs"] - stats["empty"]) if held_docs is None else train_docs.count()
+            phase("caching", {"training_documents": int(n_train)})
             if n_train == 0:
                 raise CorpusError(
                     "No training documents are left after holding out documents; "
@@ -1018,6 +1058,7 @@ def build_corpus(
             slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
             heldout = heldout_blocks(held_docs, seed, dtype) if held_docs is not None else None
             n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
+            phase("cached", _cached_counts(arr, n_train, n_held))
     finally:
         docs.unpersist()
         source.release_frame()
@@ -1574,6 +1615,7 @@ def build_corpus_frame(
     seed: int = 0,
     parts_per_slice: int | None = None,
     dtype=np.float32,
+    on_phase: PhaseHook | None = None,
 ) -> Corpus:
     """:func:`build_corpus` without RDDs (the DataFrame-only path, Spark Connect).
 
@@ -1599,9 +1641,13 @@ def build_corpus_frame(
     minibatch_size = minibatch_size or default_minibatch_size(p)
     docs = docs.persist(StorageLevel.MEMORY_AND_DISK)
     train = heldout = None
+    phase = on_phase or _no_phase
     try:
         with executor_errors(source.what):
+            phase("reading", {})
             stats = validate_frame(source, docs)
+            phase("validated", _read_counts(stats))
+            phase("splitting", {})
             n_nonempty = stats["docs"] - stats["empty"]
             threshold = -1.0
             if heldout_count:
@@ -1622,6 +1668,7 @@ def build_corpus_frame(
             )
             train_docs = tagged.filter(~F.col("held")).drop("held")
             n_train = n_nonempty if threshold < 0 else train_docs.count()
+            phase("caching", {"training_documents": int(n_train)})
             if n_train == 0:
                 raise CorpusError(
                     "No training documents are left after holding out documents; "
@@ -1657,6 +1704,7 @@ def build_corpus_frame(
                     .mapInArrow(_make_heldout(seed, dtype), HELDOUT_SCHEMA)
                     .persist(StorageLevel.MEMORY_AND_DISK)
                 )
+            phase("cached", _cached_counts(arr, n_train, n_held))
     except BaseException:
         for frame in (train, heldout):
             if frame is not None:

@@ -133,6 +133,9 @@ class TrainParams:
     #: Learn an asymmetric α (a K-vector) from the data, starting at ``alpha``
     #: (pyspark: optimizeDocConcentration; docs/architecture.md, "Learned priors").
     optimize_alpha: bool = False
+    #: With ``optimize_alpha`` in SCVB0, CVB0 and CVB: learn α's total α0 as well; without
+    #: it α0 stays K·``alpha`` and the fixed point learns how it is shared among topics.
+    optimize_alpha_sum: bool = False
     #: Learn a symmetric η from the topic-word statistics, starting at ``eta``.
     optimize_eta: bool = False
     #: Seeded topics: topic -> seed words (terms, or term ids); their (topic, word) pairs get
@@ -455,6 +458,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "optimize_alpha",
         bool,
         doc="Learn an asymmetric α (a K-vector) from the documents' topic statistics.",
+    ),
+    Constraint(
+        "optimize_alpha_sum",
+        bool,
+        algorithms=_SCVB0 + _CVB,
+        doc="With optimize_alpha: learn α's total too (else it stays K·alpha).",
     ),
     Constraint("optimize_eta", bool, doc="Learn a symmetric η from the topic-word statistics."),
     Constraint(

@@ -7,9 +7,12 @@ scheduler. In a Jupyter notebook with ipywidgets it shows a ``tqdm`` widget. The
 it by default (on stderr); library users pass it to
 :func:`sparklda.api.fit` (``callbacks=[Progress()]``).
 
-What it shows: while the corpus is built, the Spark tasks done in the running
-stages (classic sessions; Spark Connect has no status tracker), then the
-documents read, kept for training, held out and cached; while training, the
+What it shows: while the corpus is built, its phases (documents read and
+validated, held-out documents chosen, training blocks cached, each with its
+counts as they become known: :data:`sparklda.corpus.BUILD_PHASES`) and the
+Spark tasks done in the running stages (classic sessions; Spark Connect has no
+status tracker), then the documents read, kept for training, held out and
+cached; while training, the
 rounds and passes done, tokens per second, the latest held-out
 log-likelihood per token and the estimated time left.
 """
@@ -50,6 +53,27 @@ def in_notebook() -> bool:
     except ImportError:
         return False
     return True
+
+
+def _phase_text(phase: str, c: dict) -> str | None:
+    """What the progress shows of a corpus-building phase (None: nothing)."""
+    if phase == "reading":
+        return "reading and validating the documents"
+    if phase == "validated":
+        return (
+            f"{c['documents']} documents read and validated "
+            f"({c['tokens']:.0f} tokens, {c['empty_documents']} empty)"
+        )
+    if phase == "splitting":
+        return "choosing the held-out documents"
+    if phase == "caching":
+        return f"caching the blocks of {c['training_documents']} training documents"
+    if phase == "cached":
+        return (
+            f"{c['training_documents']} training documents cached "
+            f"({c['cached_bytes'] / 2**20:.1f} MiB), {c['heldout_documents']} held out"
+        )
+    return None
 
 
 class Progress(Callback):
@@ -169,6 +193,16 @@ class Progress(Callback):
             return
         self._live_start(f"reading and caching {what}", None)
         self._start_polling()
+
+    def on_build_phase(self, phase: str, counts: dict) -> None:
+        text = _phase_text(phase, counts)
+        if text is None:
+            return
+        elapsed = _seconds(time.perf_counter() - self._start)
+        if self.mode == "plain":
+            self._line(f"{text} ({elapsed})")
+        else:
+            self._live_update(description=text)
 
     def _start_polling(self) -> None:
         try:

@@ -47,6 +47,11 @@ class Callback:
         """Before the corpus is built from the source described by ``what``."""
         return None
 
+    def on_build_phase(self, phase: str, counts: dict) -> None:
+        """While the corpus is built: a phase starts or ends
+        (:data:`sparklda.corpus.BUILD_PHASES`, with the counts known at that point)."""
+        return None
+
     def on_train_start(self, plan: dict) -> None:
         """Before the first round: ``plan`` has ``algorithm``, ``k``, ``total_rounds``,
         ``rounds_per_pass``, ``first_round`` (after a resume), ``time_budget``,

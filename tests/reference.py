@@ -34,13 +34,15 @@ def scvb0_block(
 
     Eq. 5: γ_k = φ_norm[w, k] (N^Θ_jk + α_k), normalised (α a number or a K-vector).
     Eq. 9: N^Θ_j = (1 − ρ)^m N^Θ_j + C_j γ (1 − (1 − ρ)^m), ρ = s/(τ + t)^κ.
-    Last pass: N̂^Φ_w += m γ. With ``return_theta``: (N̂^Φ, each document's final N^Θ_j).
+    Last pass: N̂^Φ_w += m γ. With ``return_theta``: (N̂^Φ, each document's final N^Θ_j,
+    Σ m·log(1 − γ_k) over each document's last-pass clumps).
     """
     n_docs = len(indptr) - 1
     n_topics = phi_norm.shape[1]
     alpha = alpha_list(alpha, n_topics)
     nhat = np.zeros((phi_norm.shape[0], n_topics), dtype=np.float64)
     theta_out = np.zeros((n_docs, n_topics))
+    logp0 = np.zeros((n_docs, n_topics))
     for j in range(n_docs):
         pairs = range(indptr[j], indptr[j + 1])
         if len(pairs) == 0:
@@ -62,9 +64,10 @@ def scvb0_block(
                 if sweep == burnin:
                     for k in range(n_topics):
                         nhat[w, k] += m * gamma[k]
+                        logp0[j, k] += m * math.log(1.0 - min(gamma[k], 1.0 - 1e-6))
                 t += m
         theta_out[j] = ntheta
-    return (nhat, theta_out) if return_theta else nhat
+    return (nhat, theta_out, logp0) if return_theta else nhat
 
 
 def scvb0_unclumped_doc(

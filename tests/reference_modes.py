@@ -264,17 +264,29 @@ def cvb_exact_pair_gamma(indptr, local, counts, gamma, p, alpha, eta, w_eta):
 # Learned priors (sparklda.kernels.priors)
 
 
-def doc_prior_stats(ntheta, alpha):
-    """Minka's statistics: num_k = Σ_d ψ(N_dk + α_k) − ψ(α_k), den = Σ_d ψ(N_d + α0) − ψ(α0)."""
+def doc_prior_stats(ntheta, alpha, logp0=None):
+    """Minka's statistics: num_k = Σ_d ψ(N_dk + α_k) − ψ(α_k), den = Σ_d ψ(N_d + α0) − ψ(α0).
+
+    With ``logp0`` (log P(N_dk = 0)) the numerator is the expected-count one:
+    p1 · [ψ(max(N_dk/p1, 1) + α_k) − ψ(α_k)], p1 = 1 − exp(logp0), 0 when p1 or N_dk is 0."""
     n_topics = len(ntheta[0])
     a = alpha_list(alpha, n_topics)
     a0 = sum(a)
     num = [0.0] * n_topics
     den = 0.0
-    for row in ntheta:
+    for j, row in enumerate(ntheta):
         n_d = sum(float(x) for x in row)
+        if n_d <= 0:
+            continue
         for k in range(n_topics):
-            num[k] += float(digamma(float(row[k]) + a[k])) - float(digamma(a[k]))
+            if logp0 is None:
+                num[k] += float(digamma(float(row[k]) + a[k])) - float(digamma(a[k]))
+                continue
+            p1 = 1.0 - math.exp(float(logp0[j][k]))
+            if float(row[k]) <= 0 or p1 <= 0:
+                continue
+            cond = max(float(row[k]) / p1, 1.0)
+            num[k] += p1 * (float(digamma(cond + a[k])) - float(digamma(a[k])))
         den += float(digamma(n_d + a0)) - float(digamma(a0))
     return np.array(num), den
 

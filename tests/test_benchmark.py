@@ -646,3 +646,73 @@ def test_ceiling_loop_is_compiled_like_the_kernels():
     from sparklda.kernels.config import FASTMATH, JIT_OPTIONS
 
     assert CEILING_JIT == {**JIT_OPTIONS, "fastmath": FASTMATH}
+
+
+def _priors_rows():
+    base = {"corpus": "uci_kos", "k": 20, "mode": "cvb0", "passes": 20, "eta": 0.01}
+    rows = []
+    for variant, score, total in (("fixed", -7.4555, 2.0), ("alpha", -7.4540, 2.0)):
+        rows.append(
+            {
+                **base,
+                "variant": variant,
+                "heldout_loglik": score,
+                "gain": None if variant == "fixed" else score + 7.4555,
+                "alpha_sum": total,
+                "alpha_min": 0.0337 if variant == "alpha" else 0.1,
+                "alpha_max": 0.1377 if variant == "alpha" else 0.1,
+                "u_mass": -1.5,
+                "c_npmi": 0.05,
+                "fit_s": 80.0,
+            }
+        )
+    return rows
+
+
+def test_priors_stage_options_section_and_merge(tmp_path, tiny_corpus):
+    """--only priors runs that stage alone; its rows become a section of the page and
+    --merge-into adds them to other results, keeping those results' figures."""
+    args = ["--priors", f"{tiny_corpus}:4", "--priors-modes", "scvb0=2,svb=1"]
+    others = ["--corpora", f"{tiny_corpus}:4", "--connect", f"{tiny_corpus}:4"]
+    opts = cli.resolve_options(cli.parser().parse_args([*args, "--only", "priors"]))
+    assert [s.name for s in opts.priors_corpora] == ["planted"]
+    assert opts.priors_modes == {"scvb0": 2, "svb": 1}
+    assert opts.priors_variants == ["fixed", "alpha", "alpha+sum", "eta"]
+    assert (opts.corpora, opts.kernel_ks, opts.connect_corpus) == ([], (), None)
+    everything = cli.resolve_options(cli.parser().parse_args([*others, *args[:2]]))
+    assert [s.name for s in everything.priors_corpora] == ["planted"]
+    quick = cli.resolve_options(cli.parser().parse_args([*others, "--quick"]))
+    assert quick.priors_corpora == []
+    with pytest.raises(SystemExit):
+        cli.resolve_options(cli.parser().parse_args([*args, "--priors-variants", "beta"]))
+    with pytest.raises(SystemExit):
+        cli.resolve_options(cli.parser().parse_args([*args, "--priors-modes", "lda=3"]))
+
+    base = _fake_results()
+    base_path = tmp_path / "base.json"
+    base_path.write_text(json.dumps(base))
+    run = {
+        "meta": {"command": "run.py --only priors", "date": "now"},
+        "priors": {
+            "alpha": 0.1,
+            "seed": 0,
+            "modes": {"cvb0": 20},
+            "variants": ["fixed", "alpha"],
+            "rows": _priors_rows(),
+        },
+    }
+    merged = cli.merge_into(str(base_path), run)
+    assert merged["priors"] == run["priors"] and merged["points"] == base["points"]
+    assert merged["meta"]["merged"] == [
+        {"stages": ["priors"], "command": "run.py --only priors", "date": "now"}
+    ]
+    paths = report.write_files(merged, str(tmp_path / "out"))
+    assert (tmp_path / "out" / "priors.csv").stat().st_size > 0
+    text = report.render_markdown(merged, [], paths, str(tmp_path))
+    assert "## Learned priors" in text
+    assert "| uci_kos | 20 | cvb0 | 20 | fixed | -7.4555 | — | 2.000 | 0.1000 |" in text
+    assert (
+        "| uci_kos | 20 | cvb0 | 20 | alpha | -7.4540 | +0.0015 | 2.000 | 0.0337 | 0.1377 |" in text
+    )
+    assert "| -1.500 | 0.0500 | 80 |" in text
+    assert "## Learned priors" not in report.render_markdown(base, [], paths, str(tmp_path))

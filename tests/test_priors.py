@@ -51,10 +51,11 @@ def test_scvb0_asymmetric_alpha_and_final_doc_stats_match_reference(dtype, rtol)
     phi_norm = rng.random((11, k)) + 0.01
     lengths = np.diff(np.concatenate([[0], np.cumsum(counts)])[indptr])
     theta0 = kernels.init_doc_stats(rng.random((len(indptr) - 1, k)), lengths)
-    want, want_theta = reference.scvb0_block(
+    want, want_theta, want_logp0 = reference.scvb0_block(
         indptr, local, counts, phi_norm, theta0, ALPHA_VEC, 1, return_theta=True
     )
     theta_out = np.zeros(theta0.shape, dtype=dtype)
+    logp0 = np.full(theta0.shape, 7.0, dtype=dtype)  # overwritten, not added to
     got = kernels.scvb0_block(
         indptr,
         local,
@@ -64,10 +65,14 @@ def test_scvb0_asymmetric_alpha_and_final_doc_stats_match_reference(dtype, rtol)
         ALPHA_VEC,
         1,
         theta_out=theta_out,
+        logp0_out=logp0,
     )
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3)
     empty = np.diff(indptr) == 0
     np.testing.assert_allclose(theta_out[~empty], want_theta[~empty], rtol=rtol * 10)
+    # log P(N_dk = 0) of the last pass's assignments; 0 for an empty document
+    np.testing.assert_allclose(logp0, want_logp0, rtol=rtol * 10, atol=rtol * 1e-2)
+    assert (logp0 < 0).all(axis=1)[~empty].all() and not logp0[empty].any()
     assert not theta_out[empty].any()
     # each document's N^Θ keeps its length
     np.testing.assert_allclose(theta_out.sum(1), lengths, rtol=rtol * 10)
@@ -195,6 +200,45 @@ def test_doc_prior_stats_and_offsets_match_references():
     )
     # documents at the prior (γ = α) add nothing
     assert np.abs(priors.elog_theta_offsets(np.tile(ALPHA_VEC, (3, 1)), ALPHA_VEC)).max() < 1e-12
+
+
+def test_expected_count_statistics_match_the_reference_and_the_integer_case():
+    rng = np.random.default_rng(1)
+    ntheta = rng.random((12, 4)) * rng.integers(0, 30, size=(12, 1))
+    ntheta[3] = 0.0
+    logp0 = -rng.random((12, 4)) * 3 * (ntheta > 0)
+    num, den = priors.doc_prior_stats(ntheta, ALPHA_VEC, logp0)
+    want_num, want_den = ref.doc_prior_stats(ntheta, ALPHA_VEC, logp0)
+    np.testing.assert_allclose(num, want_num, rtol=1e-10)
+    assert den == pytest.approx(want_den, rel=1e-10)
+    # every γ 0 or 1 (integer counts, P(N = 0) is 0 or 1): Minka's integer statistics
+    counts = rng.integers(0, 6, size=(12, 4)).astype(np.float64)
+    certain = np.where(counts > 0, -1e6, 0.0)
+    np.testing.assert_allclose(
+        priors.doc_prior_stats(counts, ALPHA_VEC, certain)[0],
+        priors.doc_prior_stats(counts, ALPHA_VEC)[0],
+        rtol=1e-12,
+    )
+    # a topic spread thinly over a document's 20 tokens (γ = 0.01 each: 0.2 expected) counts
+    # about P(N ≥ 1)/α, far below ψ(0.2 + α) − ψ(α)
+    thin = np.array([[0.2, 19.8]])
+    lp = np.array([[20 * np.log(0.99), 20 * np.log(0.01)]])
+    got = priors.doc_prior_stats(thin, [0.1, 0.1], lp)[0][0]
+    plain = priors.doc_prior_stats(thin, [0.1, 0.1])[0][0]
+    p1 = 1 - 0.99**20
+    assert got == pytest.approx(
+        p1 * (scipy.special.digamma(0.2 / p1 + 0.1) + 1 / 0.1 - scipy.special.digamma(1.1)),
+        rel=1e-9,
+    )
+    assert got < 0.4 * plain
+    with pytest.raises(ValueError, match="logp0"):
+        priors.doc_prior_stats(thin, [0.1, 0.1], lp[:, :1])
+
+
+def test_keep_total_rescales_to_the_given_total():
+    got = priors.keep_total([0.2, 0.6, 1.2], 0.5)
+    np.testing.assert_allclose(got, [0.05, 0.15, 0.3], rtol=1e-12)
+    assert got.sum() == pytest.approx(0.5)
 
 
 def test_trigamma_matches_scipy():

@@ -64,6 +64,55 @@ def test_plain_lines_when_the_stream_is_not_a_terminal():
     assert "\x1b[" not in out.getvalue() and "\r" not in out.getvalue()
 
 
+PHASES = [
+    ("reading", {}),
+    ("validated", {"documents": 120, "empty_documents": 0, "tokens": 5000.0}),
+    ("splitting", {}),
+    ("caching", {"training_documents": 100}),
+    (
+        "cached",
+        {
+            "training_documents": 100,
+            "heldout_documents": 20,
+            "training_tokens": 4000.0,
+            "cached_bytes": 3 * 2**20,
+        },
+    ),
+]
+
+
+def test_plain_lines_show_the_corpus_building_phases():
+    out = io.StringIO()
+    p = Progress(out)
+    p.on_build_start("test corpus")
+    for phase, counts in PHASES:
+        p.on_build_phase(phase, counts)
+    p.on_corpus(FakeCorpus())
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "building the corpus from test corpus"
+    assert [re.sub(r" \(\d+s\)$", "", line) for line in lines[1:6]] == [
+        "reading and validating the documents",
+        "120 documents read and validated (5000 tokens, 0 empty)",
+        "choosing the held-out documents",
+        "caching the blocks of 100 training documents",
+        "100 training documents cached (3.0 MiB), 20 held out",
+    ]
+    assert lines[6].startswith("corpus: 120 documents read")
+
+
+def test_the_live_line_shows_the_phase_being_built():
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=150, color_system=None)
+    p = Progress(console=console)
+    p.on_build_start("test corpus")
+    p.on_build_phase(*PHASES[1])
+    p._bar.refresh()  # draw now (rich redraws on its own every 0.1 s)
+    assert "120 documents read and validated" in buf.getvalue()
+    p.on_corpus(FakeCorpus())
+
+
 def test_one_updating_line_on_a_terminal():
     from rich.console import Console
 
@@ -104,8 +153,46 @@ def test_progress_of_a_real_fit(spark):
     rounds = [line for line in lines if line.startswith("round ")]
     assert len(rounds) == len(res.rounds) == res.report["rounds"]
     assert lines[0] == "building the corpus from planted corpus"
+    # the corpus-building phases, in order, with the corpus's own counts
+    rep = res.report["corpus"]
+    assert lines[1].startswith("reading and validating the documents (")
+    assert lines[2].startswith(f"{rep['documents_read']} documents read and validated (")
+    assert lines[3].startswith("choosing the held-out documents (")
+    assert lines[4].startswith(f"caching the blocks of {rep['training_documents']} training")
+    assert lines[5].startswith(f"{rep['training_documents']} training documents cached (")
+    assert lines[5].split(" (")[1].startswith(f"{rep['cached_bytes'] / 2**20:.1f} MiB), 16 held")
+    assert lines[6].startswith("corpus: ")
     assert "held-out" in rounds[-1] and "tokens/s" in rounds[0]
     assert lines[-1].startswith(f"trained {res.report['rounds']} rounds")
+
+
+def test_the_dataframe_path_tells_the_same_phases(spark):
+    from pyspark.ml.linalg import Vectors
+
+    from sparklda.corpus import build_corpus_frame, from_vectors
+    from tests.helpers import planted_docs
+
+    docs, v = planted_docs()
+    rows = [
+        (int(d), Vectors.sparse(v, terms.tolist(), counts.tolist())) for d, terms, counts in docs
+    ]
+    source = from_vectors(spark.createDataFrame(rows, ["doc", "features"]), "features", "doc")
+    events = []
+    corpus = build_corpus_frame(
+        source,
+        minibatch_size=50,
+        heldout_count=16,
+        on_phase=lambda *e: events.append(e),
+    )
+    try:
+        assert [e[0] for e in events] == ["reading", "validated", "splitting", "caching", "cached"]
+        rep = corpus.report
+        assert events[1][1]["documents"] == rep["documents_read"]
+        assert events[4][1]["training_documents"] == rep["training_documents"]
+        assert events[4][1]["heldout_documents"] == rep["heldout_documents"] == 16
+        assert events[4][1]["cached_bytes"] == rep["cached_bytes"]
+    finally:
+        corpus.unpersist()
 
 
 # --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 
 import sparklda
 
-from . import connect, report, scale, suite
+from . import connect, priors, report, scale, suite
 from .suite import (
     DEFAULT_HELDOUT,
     DEFAULT_HELDOUT_OTHER,
@@ -62,7 +62,9 @@ STAGES = (
     "throughput",
     "startup",
     "connect",
+    "priors",
 )
+DEFAULT_PRIORS = "uci_kos:20,lda_newsgroups:20"
 
 
 #: The keys of results.json each stage writes (an ``--only`` run replaces these and
@@ -77,6 +79,7 @@ STAGE_KEYS = {
     "throughput": ("throughput",),
     "startup": ("startup",),
     "connect": ("connect",),
+    "priors": ("priors",),
 }
 
 
@@ -245,6 +248,29 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated stages to run, the others skipped: " + ", ".join(STAGES),
     )
+    g = p.add_argument_group("learned priors (the priors stage)")
+    g.add_argument(
+        "--priors",
+        default=DEFAULT_PRIORS,
+        help="NAME:K corpora of the priors stage (held-out quality and coherence with and "
+        "without learned priors)",
+    )
+    g.add_argument(
+        "--priors-modes",
+        default="scvb0=5,cvb0=20,cvb=20,svb=5",
+        help="MODE=PASSES items: the modes the priors stage fits and their passes",
+    )
+    g.add_argument(
+        "--priors-variants",
+        default=priors.DEFAULT_VARIANTS,
+        help="the variants of each mode's fit: " + ", ".join(priors.VARIANTS),
+    )
+    g.add_argument(
+        "--merge-into",
+        default="",
+        help="a results.json to add this run's stages to (its other figures are kept); "
+        "the page is made from the merged results",
+    )
     g = p.add_argument_group("Spark Connect against classic (the connect stage)")
     g.add_argument(
         "--connect",
@@ -385,6 +411,8 @@ def apply_only(args):
         args.startup = ""
     if "connect" not in only:
         args.connect = ""
+    if "priors" not in only:
+        args.priors = ""
 
 
 def resolve_options(args):
@@ -413,6 +441,8 @@ def resolve_options(args):
             args.throughput_docs = 0
         if args.startup == "warm,cold":
             args.startup = ""
+        if args.priors == DEFAULT_PRIORS:
+            args.priors = ""
     held = {}
     for item in args.heldout:
         name, _, n = item.partition("=")
@@ -472,6 +502,11 @@ def resolve_options(args):
         startup=_startup_states(args.startup),
         startup_k=args.startup_k,
         startup_passes=args.startup_passes,
+        priors_corpora=[
+            _corpus_spec(x.strip(), args, held, 20) for x in args.priors.split(",") if x.strip()
+        ],
+        priors_modes=priors.parse_passes(args.priors_modes),
+        priors_variants=priors.parse_variants(args.priors_variants),
     )
 
 
@@ -553,14 +588,37 @@ def run(spark, args, command: str | None = None) -> dict:
     if opts.connect_corpus is not None:  # last: it leaves a Connect session's traces in pyspark
         work = tempfile.mkdtemp(prefix="sparklda-bench-connect-")
         connect.run_connect(spark, opts.connect_corpus, opts, results, work)
+    if opts.priors_corpora:
+        priors.run_priors(spark, opts.priors_corpora, opts, results)
     results["meta"]["run_seconds"] = time.perf_counter() - started
-    stages = only_stages(args.only)
+    if args.merge_into:
+        results = merge_into(args.merge_into, results)
+    stages = [] if args.merge_into else only_stages(args.only)
     existing = os.path.join(args.out, "results.json")
     if stages and os.path.exists(existing):  # additive: only the stages that ran change
         with open(existing) as f:
             results = merge_stages(json.load(f), results, stages)
     write_report(results, args.out, args.report, spec)
     return results
+
+
+#: The results keys a stage run on its own sets (``--merge-into`` copies them).
+MERGE_KEYS = ("kernel", "sweep", "scaling", "tasks", "throughput", "startup", "connect", "priors")
+
+
+def merge_into(path: str, results: dict) -> dict:
+    """The results of ``path`` with the stages this run measured added (replacing that
+    stage's earlier figures); the run's command and date are listed under
+    ``meta.merged``. The quality stage's figures are not merged (run it in full)."""
+    with open(path) as f:
+        base = json.load(f)
+    stages = [k for k in MERGE_KEYS if results.get(k)]
+    for key in stages:
+        base[key] = results[key]
+    base["meta"].setdefault("merged", []).append(
+        {"stages": stages, "command": results["meta"]["command"], "date": results["meta"]["date"]}
+    )
+    return base
 
 
 def write_report(results, out_dir, page, spec=None):
@@ -649,6 +707,8 @@ def main(argv=None) -> int:
         notes = load_notes(args.notes)
         if notes:
             results["notes"] = notes
+        if args.merge_into:
+            results = merge_into(args.merge_into, results)
         write_report(results, args.out, args.report, report.load_targets(args.targets))
         return 0
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):

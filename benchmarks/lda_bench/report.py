@@ -621,6 +621,7 @@ def write_files(results: dict, out_dir: str) -> dict:
         ("tasks", (results.get("tasks") or {}).get("rows")),
         ("connect", (results.get("connect") or {}).get("paths")),
         ("startup", results.get("startup")),
+        ("priors", (results.get("priors") or {}).get("rows")),
     ):
         if rows:
             paths[name] = os.path.join(out_dir, f"{name}.csv")
@@ -803,6 +804,7 @@ def render_markdown(
     lines += _throughput_section(results)
     lines += _startup_section(results)
     lines += _connect_section(results)
+    lines += _priors_section(results)
     lines += _variant_section(results, spec)
     lines += _closing_note(results, targets)
     return "\n".join(lines) + "\n"
@@ -1191,6 +1193,37 @@ def _stage_run(stage: dict) -> list[str]:
         + "), merged into this page's results.",
         "",
     ]
+
+
+def _priors_section(results):
+    pri = results.get("priors")
+    if not pri:
+        return []
+    lines = [
+        "## Learned priors",
+        "",
+        "Each sparklda mode with α and η as given (`fixed`, α = "
+        f"{pri['alpha']:g}, η the default), with `optimize_alpha` (`alpha`: an asymmetric "
+        "α; SCVB0, CVB0 and CVB keep its total at K·α, SVB's Newton step moves it), with "
+        "`optimize_alpha` and `optimize_alpha_sum` (`alpha+sum`: the total learned too) and "
+        "with `optimize_eta` (`eta`). Every fit of a corpus holds out the same documents; "
+        "held-out is the final document-completion log-likelihood per token (folded in "
+        "with the model's α), gain its difference from `fixed`. Coherence: the mean over "
+        "topics of u_mass and c_npmi of the top 10 terms over the training corpus (whole "
+        'documents). See docs/architecture.md, "Learned priors".',
+        "",
+        "| corpus | K | mode | passes | variant | held-out | gain | α total | α min | α max "
+        "| η | u_mass | c_npmi | fit s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in pri["rows"]:
+        lines.append(
+            f"| {r['corpus']} | {r['k']} | {r['mode']} | {r['passes']} | {r['variant']} | "
+            f"{r['heldout_loglik']:.4f} | {_num(r.get('gain'), '{:+.4f}')} | "
+            f"{r['alpha_sum']:.3f} | {r['alpha_min']:.4f} | {r['alpha_max']:.4f} | "
+            f"{r['eta']:.4g} | {r['u_mass']:.3f} | {r['c_npmi']:.4f} | {r['fit_s']:.0f} |"
+        )
+    return lines + [""]
 
 
 def _closing_note(results, targets):

@@ -107,6 +107,10 @@ class Options:
     startup: list = field(default_factory=list)
     startup_k: int = 50
     startup_passes: int = 2
+    # learned priors (benchmarks/lda_bench/priors.py)
+    priors_corpora: list = field(default_factory=list)
+    priors_modes: dict = field(default_factory=dict)
+    priors_variants: list = field(default_factory=list)
 
 
 def default_systems() -> list[str]:

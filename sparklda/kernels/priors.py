@@ -58,10 +58,12 @@ def alpha_vector(alpha: Any, k: int, dtype: Any) -> NDArray[np.floating[Any]]:
 @numba.njit(**JIT_OPTIONS)
 def _doc_prior_stats(
     ntheta: NDArray[np.floating[Any]],
+    logp0: NDArray[np.floating[Any]],
     alpha: NDArray[np.float64],
     num: NDArray[np.float64],
 ) -> float:
     n_docs, n_topics = ntheta.shape
+    expected = logp0.shape[0] > 0
     alpha0 = 0.0
     for k in range(n_topics):
         alpha0 += alpha[k]
@@ -74,26 +76,54 @@ def _doc_prior_stats(
         if n_j <= 0.0:
             continue  # an empty document adds ψ(α) − ψ(α) = 0
         for k in range(n_topics):
-            num[k] += digamma(np.float64(ntheta[j, k]) + alpha[k]) - digamma(alpha[k])
+            mu = np.float64(ntheta[j, k])
+            if not expected:
+                num[k] += digamma(mu + alpha[k]) - digamma(alpha[k])
+                continue
+            # P(N ≥ 1) · [ψ(E[N | N ≥ 1] + α) − ψ(α)]: exact when every γ is 0 or 1
+            p1 = -np.expm1(np.float64(logp0[j, k]))
+            if mu <= 0.0 or p1 <= 0.0:
+                continue
+            cond = max(mu / p1, 1.0)
+            num[k] += p1 * (digamma(cond + alpha[k]) - digamma(alpha[k]))
         den += digamma(n_j + alpha0) - psi_a0
     return den
 
 
 def doc_prior_stats(
-    ntheta: NDArray[np.floating[Any]], alpha: Any
+    ntheta: NDArray[np.floating[Any]], alpha: Any, logp0: NDArray[np.floating[Any]] | None = None
 ) -> tuple[NDArray[np.float64], float]:
     """Minka's sufficient statistics of α from documents' topic counts.
 
     Returns ``(num, den)``: num_k = Σ_d ψ(N_dk + α_k) − ψ(α_k) (float64, K)
     and den = Σ_d ψ(N_d + α0) − ψ(α0), N_d = Σ_k N_dk, summed in float64 in
     document order. ``ntheta`` is (D, K); ``alpha`` a number or a K-vector.
+
+    Expected counts (``logp0`` given, (D, K): log P(N_dk = 0), Σ over the
+    document's tokens of log(1 − γ_k)). The N_dk of the collapsed modes are
+    expected counts: sums of the tokens' assignment probabilities γ. The fixed
+    point was derived for integer counts, and ψ(n + α) − ψ(α) at a small
+    fractional n is close to its value at one whole token (at α = 0.1,
+    n = 0.05 gives 3.4 where one token gives 10), so topics spread thinly over
+    a document look used and α comes out too large. With ``logp0`` the
+    numerator is instead the expectation of ψ(N_dk + α_k) − ψ(α_k) over the
+    count N_dk the γ describe, approximated as P(N ≥ 1) · [ψ(E[N | N ≥ 1] +
+    α_k) − ψ(α_k)] with P(N ≥ 1) = 1 − exp(logp0) and E[N | N ≥ 1] =
+    max(N_dk / P(N ≥ 1), 1); that is exact when every γ is 0 or 1, and a thin
+    spread n over many tokens counts about n/α instead of ψ(n + α) − ψ(α).
     Equivalent to ``tests/reference_modes.py::doc_prior_stats``.
     """
     ntheta = np.ascontiguousarray(ntheta)
     k = ntheta.shape[1]
     a = np.asarray(alpha_vector(alpha, k, np.dtype(np.float64)), dtype=np.float64)
     num = np.zeros(k, dtype=np.float64)
-    den = _doc_prior_stats(ntheta, a, num)
+    if logp0 is None:
+        lp = np.zeros((0, k), dtype=np.float64)
+    else:
+        lp = np.ascontiguousarray(logp0, dtype=np.float64)
+        if lp.shape != ntheta.shape:
+            raise ValueError(f"logp0 must be shaped like ntheta {ntheta.shape}, got {lp.shape}.")
+    den = _doc_prior_stats(ntheta, lp, a, num)
     return num, float(den)
 
 
@@ -165,6 +195,17 @@ def minka_alpha_step(alpha: Any, num: Any, den: float) -> NDArray[np.float64]:
     if not den > 0.0:
         return a.copy()
     return _clip(a * np.asarray(num, dtype=np.float64) / den)
+
+
+def keep_total(alpha: Any, total: float) -> NDArray[np.float64]:
+    """``alpha`` rescaled to sum to ``total`` (Minka's fixed point for the base measure
+    m = α/α0 at a fixed α0: the step's α, its total set back to α0), clipped to
+    [MIN_PRIOR, MAX_PRIOR]."""
+    a = np.asarray(alpha, dtype=np.float64)
+    s = float(a.sum())
+    if not s > 0.0:
+        return a.copy()
+    return _clip(a * (float(total) / s))
 
 
 def hoffman_alpha_step(alpha: Any, offsets_mean: Any, rho: float) -> NDArray[np.float64]:

@@ -33,12 +33,15 @@ def _scvb0_block(
     log1m_tab: NDArray[np.floating[Any]],
     nhat: NDArray[np.floating[Any]],
     theta_out: NDArray[np.floating[Any]],
+    logp0_out: NDArray[np.floating[Any]],
 ) -> NDArray[np.floating[Any]]:
     """The compiled body of :func:`scvb0_block`.
 
     ``alpha`` is the K-vector of the prior (equal values for a symmetric one:
     the same bits as a scalar). When ``theta_out`` has rows, each document's
-    final N^Θ_j is stored in its row.
+    final N^Θ_j is stored in its row, and ``logp0_out[j, k]`` is
+    Σ m · log(1 − γ_k) over the last pass's clumps of document j (the log of
+    the probability that none of its tokens is in topic k).
 
     ``rho_tab[t]`` and ``log1m_tab[t]`` = log(1 − rho_tab[t]) are the step
     sizes at integer token positions t (built by :func:`_step_tables`); an
@@ -58,6 +61,7 @@ def _scvb0_block(
     zero = s_theta - s_theta
     one = zero + np.float32(1)  # of the dtype (a bare 1 would promote float32 to float64)
     keep_theta = theta_out.shape[0] > 0
+    gmax = one - (zero + np.float32(1e-6))  # γ capped below 1: log(1 − γ) stays finite
     use_tab = rho_tab.shape[0] > 0
     ntheta = np.empty(n_topics, dtype=phi_norm.dtype)
     gamma = np.empty(n_topics, dtype=phi_norm.dtype)
@@ -97,6 +101,9 @@ def _scvb0_block(
                 if last:
                     b = m * inv
                     out = nhat[u]
+                    if keep_theta:
+                        for k in range(n_topics):
+                            logp0_out[j, k] += m * np.log1p(-min(gamma[k] * inv, gmax))
                     for k in range(n_topics):
                         gk = gamma[k]
                         ntheta[k] = decay * ntheta[k] + a * gk
@@ -146,6 +153,7 @@ def scvb0_block(
     tau_theta: float = 10.0,
     kappa_theta: float = 0.9,
     theta_out: NDArray[np.floating[Any]] | None = None,
+    logp0_out: NDArray[np.floating[Any]] | None = None,
 ) -> NDArray[np.floating[Any]]:
     """Run SCVB0's burn-in and accumulating passes over a block of documents.
 
@@ -183,6 +191,12 @@ def scvb0_block(
     theta_out : float array (D, K), optional
         Filled with each document's final N^Θ_j (the statistics a learned α
         needs, :mod:`sparklda.kernels.priors`); its dtype must be ``phi_norm``'s.
+    logp0_out : float array (D, K), optional, given with ``theta_out``
+        Filled with Σ m · log(1 − γ_k) over each document's last-pass clumps:
+        log P(no token of the document in topic k) when
+        each token's topic is drawn from its γ (capped at 1 − 1e-6), which
+        :func:`sparklda.kernels.priors.doc_prior_stats` uses for the expected
+        counts. Zeroed here; same dtype and shape as ``theta_out``.
 
     Returns
     -------
@@ -210,6 +224,15 @@ def scvb0_block(
             f"scvb0_block: 'theta_out' must be a {dtype} array of shape "
             f"({len(indptr64) - 1}, {n_topics}), got {theta_out.dtype} {theta_out.shape}."
         )
+    if logp0_out is None:
+        logp0_out = np.zeros(theta_out.shape, dtype=dtype)
+    elif logp0_out.shape != theta_out.shape or logp0_out.dtype != dtype:
+        raise ValueError(
+            f"scvb0_block: 'logp0_out' must be a {dtype} array shaped like 'theta_out' "
+            f"{theta_out.shape}, got {logp0_out.dtype} {logp0_out.shape}."
+        )
+    else:
+        logp0_out[:] = 0
     return _scvb0_block(
         indptr64,
         np.ascontiguousarray(local, dtype=np.int32),
@@ -225,6 +248,7 @@ def scvb0_block(
         log1m_tab,
         nhat,
         theta_out,
+        logp0_out,
     )
 
 

@@ -146,9 +146,27 @@ class Mode:
         out[self.seed_terms] += self.seed_rows
         return out
 
-    def learn_eta(self, topic_word: np.ndarray) -> None:
-        """With ``optimize_eta``: η from Minka's fixed point on the statistics ``topic_word``."""
-        if self.params.optimize_eta:
+    #: Whether learning a prior waits for the burn-in passes (:meth:`prior_burnin`).
+    prior_waits: ClassVar[bool] = True
+
+    def prior_burnin(self) -> int:
+        """Passes before a learned prior moves: the first quarter of the run, at least
+        one pass (docs/architecture.md, "Learned priors"). Until then the topics are
+        close to their random start, and the fixed point read on them takes the
+        random start's spread-out assignments for a large α or η, which the next
+        rounds' assignments then inherit. 0 for a mode whose ``prior_waits`` is False."""
+        if not self.prior_waits:
+            return 0
+        return max(1, int(self.params.passes) // 4)
+
+    def learns_priors(self, t: int) -> bool:
+        """Whether round ``t``'s update moves the learned priors (past the burn-in)."""
+        return t // self.rounds_per_pass >= self.prior_burnin()
+
+    def learn_eta(self, topic_word: np.ndarray, t: int) -> None:
+        """With ``optimize_eta``, after the burn-in: η from Minka's fixed point on the
+        statistics ``topic_word``."""
+        if self.params.optimize_eta and self.learns_priors(t):
             self.eta = minka_eta(topic_word, self.eta)
 
     def prior_report(self) -> dict[str, Any]:

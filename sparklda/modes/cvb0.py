@@ -59,7 +59,7 @@ import scipy.sparse
 
 from ..block import DocBlock
 from ..kernels import cvb0_block, cvb0_init_gamma, uniform_matrix
-from ..kernels.priors import doc_prior_stats, minka_alpha_step
+from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
 from ..kernels.random import Stream
 from ..stats import normalize_topics
 from .base import Mode, split_extras, with_extras
@@ -154,14 +154,17 @@ def statistics_fn(second_order, alpha=None):
     """Full Σ m·γ (and Σ m·γ(1−γ) for CVB, as extra columns) by term, per block; with
     ``alpha`` (the K-vector α, when it is learned) also Minka's statistics of the block's
     documents (:func:`sparklda.kernels.priors.doc_prior_stats` on N^Θ = Σ m·γ per
-    document) as K + 1 more columns (:func:`sparklda.modes.base.with_extras`)."""
+    document, as expected counts with log P(N_dk = 0) = Σ m·log(1 − γ)) as K + 1 more
+    columns (:func:`sparklda.modes.base.with_extras`)."""
 
     def run(block, gamma):
         vals = np.hstack([gamma, gamma * (1 - gamma)]) if second_order else gamma
         rows = pair_sums(block, vals)
         if alpha is None:
             return rows
-        num, den = doc_prior_stats(doc_sums(block, gamma), alpha)
+        # expected counts: log P(N_dk = 0) = Σ m log(1 − γ) over the document's pairs
+        logp0 = doc_sums(block, np.log1p(-np.minimum(np.asarray(gamma, np.float64), 1 - 1e-6)))
+        num, den = doc_prior_stats(doc_sums(block, gamma), alpha, logp0)
         return with_extras(rows, np.append(num, den))
 
     return run
@@ -262,9 +265,11 @@ class CVB0(Mode):
         old = self.nphi
         rows, extras = self._stat_rows(stats)
         self._set_stats(rows)
-        if extras is not None:  # one step of Minka's fixed point per iteration
+        if extras is not None and self.learns_priors(t):  # one fixed-point step an iteration
             self.alpha = minka_alpha_step(self.alpha, extras[: self.k], float(extras[self.k]))
-        self.learn_eta(self.nphi)
+            if not self.params.optimize_alpha_sum:
+                self.alpha = keep_total(self.alpha, self.k * self.params.alpha)
+        self.learn_eta(self.nphi, t)
         tokens = float(stats.extra.get("tokens", 0.0))
         self.tokens_seen += tokens
         self.docs_seen += int(stats.extra.get("docs", 0))

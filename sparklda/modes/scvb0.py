@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
-from ..kernels.priors import doc_prior_stats, minka_alpha_step
+from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
 from ..kernels.random import Stream
 from ..kernels.scvb0 import add_scaled_rows
 from .base import Mode, add_seed_rows, split_extras, with_extras
@@ -71,7 +71,8 @@ def scvb0_kernel(
     the rows the round touches, not to V·K. ``alpha`` is the K-vector α
     (float64). With ``learn_alpha`` the rows carry Minka's statistics of the
     block's documents (:func:`sparklda.kernels.priors.doc_prior_stats` on
-    their final N^Θ) as K + 1 extra columns (:func:`sparklda.modes.base.with_extras`).
+    their final N^Θ, as expected counts with the last pass's log P(N_dk = 0))
+    as K + 1 extra columns (:func:`sparklda.modes.base.with_extras`).
     """
 
     def run(value, block):
@@ -90,6 +91,7 @@ def scvb0_kernel(
             block.doc_lengths(),
         )
         theta_out = np.zeros((block.n_docs, k), dtype=dtype) if learn_alpha else None
+        logp0 = np.zeros((block.n_docs, k), dtype=dtype) if learn_alpha else None
         nhat = scvb0_block(
             block.indptr,
             block.local,
@@ -102,10 +104,11 @@ def scvb0_kernel(
             tau_theta,
             kappa_theta,
             theta_out,
+            logp0,
         )
         if theta_out is None:
             return nhat
-        num, den = doc_prior_stats(theta_out, alpha)
+        num, den = doc_prior_stats(theta_out, alpha, logp0)
         return with_extras(nhat, np.append(num, den))
 
     return run
@@ -170,9 +173,12 @@ class SCVB0(Mode):
         rows = stats.rows
         if p.optimize_alpha:
             rows, extras = split_extras(rows, p.k)
-            # Minka's fixed point on the round's documents, taken as an online step
-            target = minka_alpha_step(self.alpha, extras[: p.k], float(extras[p.k]))
-            self.alpha = (1.0 - rho) * self.alpha + rho * target
+            if self.learns_priors(t):
+                # Minka's fixed point on the round's documents, taken as an online step
+                target = minka_alpha_step(self.alpha, extras[: p.k], float(extras[p.k]))
+                if not p.optimize_alpha_sum:
+                    target = keep_total(target, p.k * p.alpha)
+                self.alpha = (1.0 - rho) * self.alpha + rho * target
         if m_tokens > 0 and len(stats.terms):
             self.slice_terms.setdefault(s, stats.terms)
             factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
@@ -188,7 +194,7 @@ class SCVB0(Mode):
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
         if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
-            self.learn_eta(self.base * self.scale)  # once a pass: V·K digammas
+            self.learn_eta(self.base * self.scale, t)  # once a pass: V·K digammas
         return {"rho": rho, "slice": s, "docs": m_docs, **self.prior_report()}
 
     def topic_word(self):

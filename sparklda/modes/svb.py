@@ -123,6 +123,8 @@ class SVB(Mode):
     """Online VB (Hoffman et al. 2010, Algorithm 2); batch VB with ``batch``."""
 
     name = "svb"
+    #: Hoffman's α step is scaled by the round's ρ_t from the first round on.
+    prior_waits = False
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
@@ -190,7 +192,7 @@ class SVB(Mode):
         self.docs_seen += s_docs
         self.tokens_seen += float(stats.extra.get("tokens", 0.0))
         if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
-            self.learn_eta(self.topic_word())  # once a pass, on λ − η
+            self.learn_eta(self.topic_word(), t)  # once a pass, on λ − η
         info = {"rho": rho, "docs": s_docs, **self.prior_report()}
         if not self.batch:
             info["slice"] = self.slice_of_round(t)

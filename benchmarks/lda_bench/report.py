@@ -1162,7 +1162,8 @@ def _connect_section(results):
         f"({ref['heldout_loglik']:.4f}, reached by MLlib in {ref['elapsed_s']:.1f} s; "
         f"{ref['source']}). Round figures are medians over the rounds after the first.",
         "",
-        *_stage_run(con),
+        *_stage_run(results, "connect"),
+        *_own_run(con),
         "| path | rounds | round s | first round s | job s | kernel s | corpus building s | "
         "time to reference s | passes | final held-out |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -1179,7 +1180,7 @@ def _connect_section(results):
     return lines + [""]
 
 
-def _stage_run(stage: dict) -> list[str]:
+def _own_run(stage: dict) -> list[str]:
     """A line naming the run a stage's figures come from, when they were merged into these
     results from a run of that stage alone (its ``run``: date, command, load)."""
     run = stage.get("run")

@@ -84,6 +84,27 @@ def initial_lambda(seed: int, vocab_size: int, k: int) -> np.ndarray:
     return rng.gamma(GAMMA_SHAPE, 1.0 / GAMMA_SHAPE, size=(vocab_size, k))
 
 
+def svb_round_step(
+    docs_seen: int, m_docs: int, tau0: float, kappa: float, ref_minibatch: float
+) -> float:
+    """ρ of a round of ``m_docs`` documents after ``docs_seen``, the schedule counting
+    minibatches of ``ref_minibatch`` documents.
+
+    Document j (0-based over the run) belongs to step t_j = ⌊j / M0⌋ and carries
+    1/M0 of it: ρ = 1 − Π_j (1 − (τ0 + t_j)^−κ)^(1/M0), the weight the round's
+    statistics would have after M/M0 steps of Hoffman's update with the same
+    statistics. A round of exactly M0 documents aligned with the steps takes
+    exactly ρ_t."""
+    if m_docs <= 0:
+        return 0.0
+    m0 = float(ref_minibatch)
+    t = np.floor((docs_seen + np.arange(m_docs, dtype=np.float64)) / m0)
+    rho_t = np.minimum((tau0 + t) ** -kappa, 1.0)
+    if np.any(rho_t >= 1.0):
+        return 1.0
+    return float(-np.expm1(np.log1p(-rho_t).sum() / m0))
+
+
 def exp_dirichlet_expectation(lam: np.ndarray, dtype) -> np.ndarray:
     """exp(E_q[log β]) as (V, K): column k is exp(ψ(λ_·k) − ψ(Σ_w λ_wk))."""
     elog = dirichlet_expectation_2d(np.ascontiguousarray(lam.T))
@@ -150,10 +171,19 @@ class SVB(Mode):
         return int(self.corpus.slice_docs[self.slice_of_round(t)])
 
     def step(self, t) -> float:
-        """ρ_t = (τ0 + t)^−κ (1 in batch mode)."""
+        """ρ_t = (τ0 + t)^−κ (1 in batch mode); with ``learning_minibatch`` the round's
+        steps by :func:`svb_round_step`."""
         if self.batch:
             return 1.0
         p = self.params
+        if p.learning_minibatch > 0:
+            return svb_round_step(
+                self.docs_seen,
+                self.round_docs(t),
+                p.learning_offset,
+                p.learning_decay,
+                p.learning_minibatch,
+            )
         return float((p.learning_offset + t) ** -p.learning_decay)
 
     # -- per round -------------------------------------------------------

@@ -6,10 +6,12 @@ merges the sparse N̂^Φ rows and applies Eq. 7-8.
 
 Step size. The paper's ρ^Φ_t = s/(τ+t)^κ counts minibatches of 100
 documents. We use the equivalent per-document schedule
-ρ_d = s·M0^(κ−1) / (τ·M0 + d)^κ (M0 = ``schedule_minibatch``, d = documents
-seen) and give a round of M documents the step ρ = 1 − Π_d (1 − ρ_d): the
-weight those M documents would have had, one small step each. Quality per
-pass then does not depend on the minibatch size or the number of executors.
+ρ_d = s·M0^(κ−1) / (τ·M0 + d)^κ (d = documents seen; M0 from
+``schedule_minibatch``, by default min(100, D/200) for D training documents:
+docs/architecture.md, "Step schedules") and give a round of M documents
+the step ρ = 1 − Π_d (1 − ρ_d): the weight those M documents would have
+had, one small step each. Quality per pass then does not depend on the
+minibatch size or the number of executors.
 """
 
 from __future__ import annotations

@@ -13,11 +13,14 @@ A round is one minibatch slice of the corpus, as in SCVB0
    γ falls below ``estep_tol``, at most ``estep_max_iter`` times; the task
    returns the sufficient statistics Σ_d n_dw φ_dwk of the rows its documents
    touch;
-3. the driver applies λ ← (1 − ρ_t) λ + ρ_t (η + D/|S| · sstats) with
-   ρ_t = (τ0 + t)^−κ, t the number of earlier rounds (``learning_offset``
-   τ0, ``learning_decay`` κ), D the training documents and |S| the
-   documents of the round. Rows no document of the round touched get
-   (1 − ρ) λ + ρ η.
+3. the driver applies λ ← (1 − ρ) λ + ρ (η + D/|S| · sstats), D the
+   training documents and |S| the documents of the round. Rows no document
+   of the round touched get (1 − ρ) λ + ρ η. ρ follows ρ_t = (τ0 + t)^−κ
+   (``learning_offset`` τ0, ``learning_decay`` κ) with t counting minibatches
+   of ``learning_minibatch`` documents: a round takes the weight of the
+   M/``learning_minibatch`` updates its documents make up
+   (:func:`svb_round_step`); with ``learning_minibatch`` = 0, t counts rounds
+   (Algorithm 2 as written).
 
 ``batch=True`` is batch VB (Algorithm 1 of the same paper, the variational
 EM of Blei, Ng & Jordan 2003): one round per pass over every partition, with
@@ -26,14 +29,15 @@ EM of Blei, Ng & Jordan 2003): one round per pass over every partition, with
 The model stores λ − η as its topic-word statistics, so the model's
 φ̂ = (N^Φ + η)/Σ(N^Φ + η) is λ/Σ_w λ_w, the mean of q(β).
 
-Defaults: τ0 = 1024 and κ = 0.7 (``learning_offset``, ``learning_decay``;
-Hoffman's ``onlinewikipedia.py``), E-step tolerance 1e-3 on the mean change
-of γ and at most 100 iterations (``onlineldavb.py``'s ``meanchangethresh``
-and cap; Algorithm 2 writes 1e-5), λ and γ initialised from Gamma(100, 1/100)
+Defaults: τ0 = 10, κ = 0.7 and t counting minibatches of 128 documents
+(scikit-learn's ``LatentDirichletAllocation``; docs/architecture.md, "Step
+schedules"), whatever the round size: Hoffman's τ0 = 1024 with one step per
+round of thousands of documents leaves a corpus of a few thousand documents
+near its random start. E-step tolerance 1e-3 on the mean change of γ and at
+most 100 iterations (``onlineldavb.py``'s ``meanchangethresh`` and cap;
+Algorithm 2 writes 1e-5), λ and γ initialised from Gamma(100, 1/100)
 (``onlineldavb.py``); minibatch size, α, η and passes are shared with the
-other modes. τ0 = 1024 is made for corpora of millions of documents: on a
-few thousand documents ρ stays below 0.008 and λ moves slowly from its
-random start (give a smaller τ0, or use ``batch``).
+other modes.
 
 Note on t: Algorithm 2 counts from t = 0 (and so does Hoffman's
 ``onlineldavb.py``); scikit-learn's ``LatentDirichletAllocation`` counts

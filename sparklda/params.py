@@ -56,6 +56,29 @@ def default_minibatch_size(tasks_per_round: int) -> int:
     return max(MIN_DEFAULT_MINIBATCH, DEFAULT_DOCS_PER_TASK * int(tasks_per_round))
 
 
+#: The paper's ρ^Φ schedule counts minibatches of this many documents ...
+PAPER_SCHEDULE_MINIBATCH = 100
+#: ... and the automatic one (``schedule_minibatch`` 0) counts 1/200 of the training
+#: documents, when that is fewer: the paper's τ = 1000 steps are then 5 passes.
+AUTO_SCHEDULE_STEPS_PER_PASS = 200
+
+
+def schedule_minibatch_docs(schedule_minibatch: int, n_train_docs: int) -> float:
+    """M0, the documents per step t of SCVB0's ρ^Φ schedule (docs/architecture.md,
+    "Step schedules").
+
+    A positive ``schedule_minibatch`` is taken as it is. 0 (the default) gives
+    ``min(100, n_train_docs / 200)``: the paper's 100 documents on corpora of 20,000
+    training documents or more, and on smaller ones the paper's schedule compressed
+    so that it takes as many passes as on 20,000 documents."""
+    if schedule_minibatch > 0:
+        return float(schedule_minibatch)
+    return min(
+        float(PAPER_SCHEDULE_MINIBATCH),
+        max(int(n_train_docs), 1) / AUTO_SCHEDULE_STEPS_PER_PASS,
+    )
+
+
 @dataclass
 class TrainParams:
     """Parameters of a training run (all modes); :data:`CONSTRAINTS` has their ranges.
@@ -82,18 +105,24 @@ class TrainParams:
     #: SCVB0 burn-in passes over each document before the accumulating pass.
     burnin: int = 1
     #: ρ^Φ = s/(τ+t)^κ per minibatch of ``schedule_minibatch`` documents
-    #: (paper: 10, 1000, 0.9, 100).
+    #: (paper: 10, 1000, 0.9, 100). ``schedule_minibatch`` 0 = adapt to the corpus:
+    #: :func:`schedule_minibatch_docs` (docs/architecture.md, "Step schedules").
     s_phi: float = 10.0
     tau_phi: float = 1000.0
     kappa_phi: float = 0.9
-    schedule_minibatch: int = 100
+    schedule_minibatch: int = 0
     #: ρ^Θ = s/(τ+t)^κ over a document's tokens (paper: 1, 10, 0.9).
     s_theta: float = 1.0
     tau_theta: float = 10.0
     kappa_theta: float = 0.9
-    #: SVB: ρ = (τ0 + t)^-κ (Hoffman et al.; pyspark learningOffset, learningDecay).
-    learning_offset: float = 1024.0
+    #: SVB: ρ = (τ0 + t)^-κ (Hoffman et al.; pyspark learningOffset, learningDecay); the
+    #: defaults are scikit-learn's (τ0 = 10, κ = 0.7, t counting minibatches of 128).
+    learning_offset: float = 10.0
     learning_decay: float = 0.7
+    #: SVB: t in ρ_t counts minibatches of this many documents, a round of M documents
+    #: taking the M/``learning_minibatch`` steps at once (0: one step per round, Algorithm 2
+    #: as written; docs/architecture.md, "Step schedules").
+    learning_minibatch: int = 128
     #: SVB: batch VB when true (minibatch = corpus and ρ = 1).
     batch: bool = False
     #: SVB E-step: mean |Δγ| threshold and iteration cap.
@@ -363,9 +392,9 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint(
         "schedule_minibatch",
         int,
-        1,
+        0,
         algorithms=_SCVB0,
-        doc="Documents per step t of the ρ^Φ schedule.",
+        doc="Documents per step t of the ρ^Φ schedule (0: min(100, training documents / 200)).",
     ),
     Constraint(
         "s_theta",
@@ -395,6 +424,13 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         low_open=True,
         algorithms=_SVB,
         doc="κ of the SVB step (Robbins-Monro: in (0.5, 1]).",
+    ),
+    Constraint(
+        "learning_minibatch",
+        int,
+        0,
+        algorithms=_SVB,
+        doc="Documents per step t of the SVB step ρ (0: one step per round).",
     ),
     Constraint("batch", bool, algorithms=_SVB, doc="SVB: batch VB (one minibatch, ρ = 1)."),
     Constraint(

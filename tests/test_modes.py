@@ -43,14 +43,19 @@ COMMON_ROUND_KEYS = {
 # Mode settings for the planted corpus (160 documents, 16 held out). CVB0/CVB: a
 # minibatch of 1000 gives one slice, so the iteration runs over 2 partitions (the
 # approximate distributed scheme needs more iterations the more partitions there are).
-# SVB: Hoffman's τ0 = 1024 is built for millions of documents; 144 training documents
-# need a faster schedule to move far from the random λ in a few passes (as the SCVB0
+# SVB: one step per round (learning_minibatch=0) with τ0 = 1: 144 training documents
+# need a fast schedule to move far from the random λ in a few passes (as the SCVB0
 # tests do with their ρ^Φ).
 SETTINGS = {
     "cvb0": dict(algorithm="cvb0", passes=25, minibatch_size=1000, checkpoint_interval=5),
     "cvb": dict(algorithm="cvb", passes=25, minibatch_size=1000, checkpoint_interval=5),
     "svb": dict(
-        algorithm="svb", passes=10, minibatch_size=40, learning_offset=1.0, learning_decay=0.51
+        algorithm="svb",
+        passes=10,
+        minibatch_size=40,
+        learning_offset=1.0,
+        learning_decay=0.51,
+        learning_minibatch=0,  # one step per round
     ),
     "svb-batch": dict(algorithm="svb", batch=True, passes=10),
 }

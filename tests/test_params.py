@@ -314,7 +314,7 @@ def test_step_params_map_per_algorithm_and_name_pyspark_params_in_first_step_err
     from sparklda import LDA
 
     scvb0 = LDA(learningOffset=500.0, learningDecay=0.8)._train_params()
-    assert (scvb0.tau_phi, scvb0.kappa_phi, scvb0.learning_offset) == (500.0, 0.8, 1024.0)
+    assert (scvb0.tau_phi, scvb0.kappa_phi, scvb0.learning_offset) == (500.0, 0.8, 10.0)
     svb = LDA(algorithm="svb", learningOffset=64.0, learningDecay=0.6)._train_params()
     assert (svb.learning_offset, svb.learning_decay, svb.tau_phi) == (64.0, 0.6, 1000.0)
     with pytest.raises(ParamError) as e:

@@ -24,7 +24,7 @@ TRUE_ALPHA = np.array([1.0, 0.4, 0.15])
 VOCAB = [f"w{i}" for i in range(V)]
 
 SETTINGS = {
-    "scvb0": dict(passes=4, minibatch_size=50, s_phi=5.0, tau_phi=10.0),
+    "scvb0": dict(passes=4, minibatch_size=50, s_phi=5.0, tau_phi=10.0, schedule_minibatch=100),
     "cvb0": dict(passes=12, minibatch_size=1000),
     "cvb": dict(passes=12, minibatch_size=1000),
     "svb": dict(passes=8, minibatch_size=150, learning_offset=1.0, learning_decay=0.51),

@@ -108,6 +108,7 @@ def test_svb_matches_sklearn_online_lda_on_kos(spark):
             passes=PASSES,
             minibatch_size=BATCH,
             learning_offset=TAU0_SKLEARN + 1,
+            learning_minibatch=0,  # one step per round, as sklearn's per minibatch
             learning_decay=KAPPA,
             estep_tol=1e-3,
             estep_max_iter=100,

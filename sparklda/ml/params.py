@@ -164,7 +164,8 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         Params._dummy(),
         "learningOffset",
         "τ of the topic step size: ρ = s/(τ+t)^κ for SCVB0 (τ of ρ^Φ in Foulds et al. 2013, "
-        "default 1000), ρ = (τ0+t)^-κ for SVB (τ0 in Hoffman et al. 2010, default 1024). "
+        "default 1000), ρ = (τ0+t)^-κ for SVB (τ0 in Hoffman et al. 2010, default 10, t counting "
+        "minibatches of 128 documents). "
         "Used only when set explicitly; ignored by CVB0 and CVB. Must be > 0.",
         typeConverter=TypeConverters.toFloat,
     )

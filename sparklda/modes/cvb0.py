@@ -31,9 +31,10 @@ The executor keeps the γ states with the cached blocks and cuts their
 lineage every ``checkpoint_interval`` iterations with its periodic
 checkpointer (:class:`sparklda.execution.PeriodicCheckpointer`).
 
-Initialisation: γ of each pair is a normalised row of counter-based uniforms
-keyed by (seed, document id, term) (so a function of the seed and the data
-only); a warm start sets γ_p ∝ the initial model's φ̂ row of the pair's term.
+Initialisation (:func:`initial_gamma`): random topics keyed by (seed, term),
+each document's θ folded in against them, γ_p ∝ topic row · θ (a function of
+the seed and the data only); a warm start sets γ_p ∝ the initial model's φ̂
+row of the pair's term.
 
 Defaults: ``passes`` (iterations) = 20 and α, η as shared by every mode;
 ``checkpoint_interval`` = 10 (Spark's ``checkpointInterval`` default). The
@@ -58,9 +59,10 @@ import numpy as np
 import scipy.sparse
 
 from ..block import DocBlock
-from ..kernels import cvb0_block, cvb0_init_gamma, uniform_matrix
+from ..kernels import cvb0_block, cvb0_init_gamma, foldin_block, uniform_matrix
 from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
 from ..kernels.random import Stream
+from ..params import DEFAULT_ALPHA
 from ..stats import normalize_topics
 from .base import Mode, split_extras, with_extras
 
@@ -71,32 +73,44 @@ log = logging.getLogger("sparklda.modes.cvb0")
 # Per-block functions (built from plain values, never from the mode)
 
 
-def pair_ids(block: DocBlock, vocab_size: int) -> np.ndarray:
-    """A distinct id per (document, term) pair: doc_id · V + term (int64)."""
-    docs = np.repeat(block.doc_ids, np.diff(block.indptr))
-    return docs * np.int64(vocab_size) + block.global_pairs().astype(np.int64)
+#: EM iterations of the fold-in that gives each document its start (initial_gamma).
+INIT_FOLDIN_ITER = 20
 
 
 def initial_gamma(
-    block: DocBlock, seed: int, vocab_size: int, k: int, dtype, phi=None
+    block: DocBlock, seed: int, vocab_size: int, k: int, dtype, phi=None, alpha=None
 ) -> np.ndarray:
     """γ of every pair of ``block`` at the start of training, (nnz, K).
 
-    Random: rows of :func:`sparklda.kernels.uniform_matrix` keyed by (seed,
-    pair id), normalised, so γ is a function of the seed, the document id
-    and the term only. Warm start: γ_p ∝ φ̂ row of the pair's term, with
-    ``phi`` the (V, K) topics of the initial model.
+    Random (docs/architecture.md, "CVB0 and CVB: the start"): random topics u,
+    a row of :func:`sparklda.kernels.uniform_matrix` per term keyed by (seed,
+    term), so every block draws the same row for a term; each document's θ is
+    folded in against them (:func:`sparklda.kernels.foldin_block`,
+    ``INIT_FOLDIN_ITER`` EM iterations, prior ``alpha``), and
+    γ_p ∝ u_{term(p)} · θ_{doc(p)}: the responsibilities a first SCVB0-like
+    pass would give. γ is a function of the seed and the data only. Warm
+    start: γ_p ∝ φ̂ row of the pair's term, with ``phi`` the (V, K) topics of
+    the initial model.
     """
     if phi is not None:
-        u = np.asarray(phi[block.global_pairs()], dtype=dtype)
-    else:
-        u = uniform_matrix(seed, Stream.GAMMA_INIT, pair_ids(block, vocab_size), k, dtype)
-    return cvb0_init_gamma(u)
+        return cvb0_init_gamma(np.asarray(phi[block.global_pairs()], dtype=dtype))
+    u = uniform_matrix(seed, Stream.INIT_TERM_TOPICS, block.terms, k, dtype)
+    a = DEFAULT_ALPHA if alpha is None else alpha
+    theta = foldin_block(
+        block.indptr,
+        block.local,
+        block.counts.astype(dtype, copy=False),
+        u,
+        a,
+        INIT_FOLDIN_ITER,
+    )
+    docs = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
+    return cvb0_init_gamma(u[block.local] * theta[docs])
 
 
-def init_state_fn(seed, vocab_size, k, dtype):
+def init_state_fn(seed, vocab_size, k, dtype, alpha=None):
     def run(phi, block):
-        return initial_gamma(block, seed, vocab_size, k, dtype, phi)
+        return initial_gamma(block, seed, vocab_size, k, dtype, phi, alpha)
 
     return run
 
@@ -210,7 +224,7 @@ class CVB0(Mode):
         return normalize_topics(self.initial_topic_word, self.params.eta).astype(self.dtype)
 
     def init_state(self):
-        return init_state_fn(self.params.seed, self.v, self.k, self.dtype)
+        return init_state_fn(self.params.seed, self.v, self.k, self.dtype, self.alpha.copy())
 
     def statistics(self):
         return statistics_fn(

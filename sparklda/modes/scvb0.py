@@ -6,10 +6,12 @@ merges the sparse N̂^Φ rows and applies Eq. 7-8.
 
 Step size. The paper's ρ^Φ_t = s/(τ+t)^κ counts minibatches of 100
 documents. We use the equivalent per-document schedule
-ρ_d = s·M0^(κ−1) / (τ·M0 + d)^κ (M0 = ``schedule_minibatch``, d = documents
-seen) and give a round of M documents the step ρ = 1 − Π_d (1 − ρ_d): the
-weight those M documents would have had, one small step each. Quality per
-pass then does not depend on the minibatch size or the number of executors.
+ρ_d = s·M0^(κ−1) / (τ·M0 + d)^κ (d = documents seen; M0 from
+``schedule_minibatch``, by default min(100, D/200) for D training documents:
+docs/architecture.md, "Step schedules") and give a round of M documents
+the step ρ = 1 − Π_d (1 − ρ_d): the weight those M documents would have
+had, one small step each. Quality per pass then does not depend on the
+minibatch size or the number of executors.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
 from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
 from ..kernels.random import Stream
 from ..kernels.scvb0 import add_scaled_rows
+from ..params import schedule_minibatch_docs
 from .base import Mode, add_seed_rows, split_extras, with_extras
 
 #: Total mass of the random initial N^Φ as a fraction of the training tokens C.
@@ -33,7 +36,7 @@ INIT_MASS = 0.1
 
 
 def round_step(
-    docs_seen: int, m_docs: int, s: float, tau: float, kappa: float, ref_minibatch: int
+    docs_seen: int, m_docs: int, s: float, tau: float, kappa: float, ref_minibatch: float
 ) -> float:
     """ρ for a round of ``m_docs`` documents after ``docs_seen`` documents.
 
@@ -128,6 +131,8 @@ class SCVB0(Mode):
             base = rng.random((v, k))
             base *= INIT_MASS * c / base.sum()
         self.base = base  # N^Φ = scale · base (lazy (1−ρ) decay)
+        #: M0 of the ρ^Φ schedule (documents per step t)
+        self.ref_minibatch = schedule_minibatch_docs(params.schedule_minibatch, corpus.n_train_docs)
         self.base_cast = base.astype(self.dtype)  # what is broadcast, kept in step with base
         self.scale = 1.0
         self.nz = base.sum(axis=0)
@@ -168,7 +173,7 @@ class SCVB0(Mode):
         m_docs = int(self.corpus.slice_docs[s])
         m_tokens = float(self.corpus.slice_tokens[s])
         rho = round_step(
-            self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi, p.schedule_minibatch
+            self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi, self.ref_minibatch
         )
         rows = stats.rows
         if p.optimize_alpha:
@@ -199,6 +204,9 @@ class SCVB0(Mode):
 
     def topic_word(self):
         return self.with_seeds(self.base * self.scale)
+
+    def report(self):
+        return {"schedule_minibatch": self.ref_minibatch}
 
     def state(self):
         return {

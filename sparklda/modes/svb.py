@@ -13,11 +13,14 @@ A round is one minibatch slice of the corpus, as in SCVB0
    γ falls below ``estep_tol``, at most ``estep_max_iter`` times; the task
    returns the sufficient statistics Σ_d n_dw φ_dwk of the rows its documents
    touch;
-3. the driver applies λ ← (1 − ρ_t) λ + ρ_t (η + D/|S| · sstats) with
-   ρ_t = (τ0 + t)^−κ, t the number of earlier rounds (``learning_offset``
-   τ0, ``learning_decay`` κ), D the training documents and |S| the
-   documents of the round. Rows no document of the round touched get
-   (1 − ρ) λ + ρ η.
+3. the driver applies λ ← (1 − ρ) λ + ρ (η + D/|S| · sstats), D the
+   training documents and |S| the documents of the round. Rows no document
+   of the round touched get (1 − ρ) λ + ρ η. ρ follows ρ_t = (τ0 + t)^−κ
+   (``learning_offset`` τ0, ``learning_decay`` κ) with t counting minibatches
+   of ``learning_minibatch`` documents: a round takes the weight of the
+   M/``learning_minibatch`` updates its documents make up
+   (:func:`svb_round_step`); with ``learning_minibatch`` = 0, t counts rounds
+   (Algorithm 2 as written).
 
 ``batch=True`` is batch VB (Algorithm 1 of the same paper, the variational
 EM of Blei, Ng & Jordan 2003): one round per pass over every partition, with
@@ -26,14 +29,15 @@ EM of Blei, Ng & Jordan 2003): one round per pass over every partition, with
 The model stores λ − η as its topic-word statistics, so the model's
 φ̂ = (N^Φ + η)/Σ(N^Φ + η) is λ/Σ_w λ_w, the mean of q(β).
 
-Defaults: τ0 = 1024 and κ = 0.7 (``learning_offset``, ``learning_decay``;
-Hoffman's ``onlinewikipedia.py``), E-step tolerance 1e-3 on the mean change
-of γ and at most 100 iterations (``onlineldavb.py``'s ``meanchangethresh``
-and cap; Algorithm 2 writes 1e-5), λ and γ initialised from Gamma(100, 1/100)
+Defaults: τ0 = 10, κ = 0.7 and t counting minibatches of 128 documents
+(scikit-learn's ``LatentDirichletAllocation``; docs/architecture.md, "Step
+schedules"), whatever the round size: Hoffman's τ0 = 1024 with one step per
+round of thousands of documents leaves a corpus of a few thousand documents
+near its random start. E-step tolerance 1e-3 on the mean change of γ and at
+most 100 iterations (``onlineldavb.py``'s ``meanchangethresh`` and cap;
+Algorithm 2 writes 1e-5), λ and γ initialised from Gamma(100, 1/100)
 (``onlineldavb.py``); minibatch size, α, η and passes are shared with the
-other modes. τ0 = 1024 is made for corpora of millions of documents: on a
-few thousand documents ρ stays below 0.008 and λ moves slowly from its
-random start (give a smaller τ0, or use ``batch``).
+other modes.
 
 Note on t: Algorithm 2 counts from t = 0 (and so does Hoffman's
 ``onlineldavb.py``); scikit-learn's ``LatentDirichletAllocation`` counts
@@ -82,6 +86,27 @@ def initial_lambda(seed: int, vocab_size: int, k: int) -> np.ndarray:
     numpy's generator seeded by (seed, stream)."""
     rng = np.random.default_rng([seed, Stream.INIT_LAMBDA])
     return rng.gamma(GAMMA_SHAPE, 1.0 / GAMMA_SHAPE, size=(vocab_size, k))
+
+
+def svb_round_step(
+    docs_seen: int, m_docs: int, tau0: float, kappa: float, ref_minibatch: float
+) -> float:
+    """ρ of a round of ``m_docs`` documents after ``docs_seen``, the schedule counting
+    minibatches of ``ref_minibatch`` documents.
+
+    Document j (0-based over the run) belongs to step t_j = ⌊j / M0⌋ and carries
+    1/M0 of it: ρ = 1 − Π_j (1 − (τ0 + t_j)^−κ)^(1/M0), the weight the round's
+    statistics would have after M/M0 steps of Hoffman's update with the same
+    statistics. A round of exactly M0 documents aligned with the steps takes
+    exactly ρ_t."""
+    if m_docs <= 0:
+        return 0.0
+    m0 = float(ref_minibatch)
+    t = np.floor((docs_seen + np.arange(m_docs, dtype=np.float64)) / m0)
+    rho_t = np.minimum((tau0 + t) ** -kappa, 1.0)
+    if np.any(rho_t >= 1.0):
+        return 1.0
+    return float(-np.expm1(np.log1p(-rho_t).sum() / m0))
 
 
 def exp_dirichlet_expectation(lam: np.ndarray, dtype) -> np.ndarray:
@@ -152,10 +177,19 @@ class SVB(Mode):
         return int(self.corpus.slice_docs[self.slice_of_round(t)])
 
     def step(self, t) -> float:
-        """ρ_t = (τ0 + t)^−κ (1 in batch mode)."""
+        """ρ_t = (τ0 + t)^−κ (1 in batch mode); with ``learning_minibatch`` the round's
+        steps by :func:`svb_round_step`."""
         if self.batch:
             return 1.0
         p = self.params
+        if p.learning_minibatch > 0:
+            return svb_round_step(
+                self.docs_seen,
+                self.round_docs(t),
+                p.learning_offset,
+                p.learning_decay,
+                p.learning_minibatch,
+            )
         return float((p.learning_offset + t) ** -p.learning_decay)
 
     # -- per round -------------------------------------------------------

@@ -467,6 +467,10 @@ def test_only_runs_merge_their_stages_into_the_existing_results(tmp_path):
     again = cli.merge_stages(merged, {**new, "startup": []}, ["startup"])
     assert again["tasks"]["k"] == 7 and again["startup"] == []
     assert set(again["stage_runs"]) == {"tasks", "startup"}
+    # merging a merged file's stage keeps the run it came from, not that file's meta
+    assert cli.merge_stages(base, again, ["tasks"])["stage_runs"]["tasks"]["command"] == (
+        "run.py --only tasks"
+    )
     paths = report.write_files(again, str(tmp_path))
     text = report.render_markdown(again, report.evaluate_targets(again), paths, str(tmp_path))
     assert "Measured 2026-11-23 22:00 UTC with `run.py --only tasks`" in text

@@ -103,7 +103,10 @@ def merge_stages(base: dict, new: dict, stages) -> dict:
                 merged[key] = new[key]
             else:
                 merged.pop(key, None)
-        runs[stage] = {k: new["meta"].get(k) for k in ("command", "date", "machine", "run_seconds")}
+        # a merged results file (--report-only --only) carries its stages' own runs
+        runs[stage] = (new.get("stage_runs") or {}).get(stage) or {
+            k: new["meta"].get(k) for k in ("command", "date", "machine", "run_seconds")
+        }
     merged["stage_runs"] = runs
     merged.setdefault("corpora", {})
     merged.setdefault("systems", {})

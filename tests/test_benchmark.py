@@ -690,6 +690,13 @@ def test_priors_stage_options_section_and_merge(tmp_path, tiny_corpus):
     base_path.write_text(json.dumps(both))
     again = cli.merge_into(str(base_path), run)
     assert again["priors"]["rows"] == other_rows + run["priors"]["rows"]
+    # another mode on a corpus adds to that corpus's rows
+    svb_rows = [{**r, "mode": "svb"} for r in _priors_rows()]
+    base_path.write_text(json.dumps(again))
+    svb = {"meta": run["meta"], "priors": {**run["priors"], "rows": svb_rows}}
+    assert (
+        cli.merge_into(str(base_path), svb)["priors"]["rows"] == again["priors"]["rows"] + svb_rows
+    )
     paths = report.write_files(merged, str(tmp_path / "out"))
     assert (tmp_path / "out" / "priors.csv").stat().st_size > 0
     text = report.render_markdown(merged, [], paths, str(tmp_path))

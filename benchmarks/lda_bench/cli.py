@@ -557,8 +557,8 @@ STAGE_KEYS = ("kernel", "sweep", "scaling", "tasks", "throughput", "startup", "c
 def merge_into(path: str, results: dict) -> dict:
     """The results of ``path`` with the stages this run measured added (replacing that
     stage's earlier figures); the run's command and date are listed under
-    ``meta.merged``. The priors stage's rows of corpora this run did not measure are
-    kept. The quality stage's figures are not merged (run it in full)."""
+    ``meta.merged``. The priors stage's rows of (corpus, mode) pairs this run did not
+    measure are kept. The quality stage's figures are not merged (run it in full)."""
     with open(path) as f:
         base = json.load(f)
     earlier_priors = base.get("priors")
@@ -566,10 +566,10 @@ def merge_into(path: str, results: dict) -> dict:
     for key in stages:
         base[key] = results[key]
     if "priors" in stages and earlier_priors:
-        # the priors stage's rows of other corpora stay (one run per corpus adds up)
+        # the priors stage's rows of other corpora and modes stay (runs add up)
         new = results["priors"]
-        corpora = {r["corpus"] for r in new["rows"]}
-        kept = [r for r in earlier_priors["rows"] if r["corpus"] not in corpora]
+        measured = {(r["corpus"], r["mode"]) for r in new["rows"]}
+        kept = [r for r in earlier_priors["rows"] if (r["corpus"], r["mode"]) not in measured]
         variants = list(earlier_priors["variants"])
         variants += [v for v in new["variants"] if v not in variants]
         base["priors"] = {

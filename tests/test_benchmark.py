@@ -99,6 +99,9 @@ def test_quick_benchmark_end_to_end(spark, tiny_corpus, tmp_path):
     assert results["scaling"][1]["training_documents"] == 2 * 130
     assert {(r["k"], r["dtype"]) for r in results["kernel"]} == {(20, "float32"), (20, "float64")}
     assert "error" not in results["systems"]["planted"]["scvb0"]  # same held-out documents
+    coh = results["systems"]["planted"]["scvb0"]["coherence"]  # of the final topics
+    assert coh["u_mass"] < 0 and -1 <= coh["c_npmi"] <= 1
+    assert "coherence of the final topics" in page.read_text()
     floor = results["floor"]  # rounds of the same shape without the kernel
     assert floor["minibatch_size"] == 70 and floor["slices"] == 2  # ceil(130 / 70)
     assert floor["rounds_measured"] == 2  # 2 passes of 2 rounds, the first pass left out
@@ -710,6 +713,22 @@ def test_priors_stage_options_section_and_merge(tmp_path, tiny_corpus):
     assert merged["meta"]["merged"] == [
         {"stages": ["priors"], "command": "run.py --only priors", "date": "now"}
     ]
+    # another corpus's run adds its rows; a corpus measured again replaces its own
+    base_path.write_text(json.dumps(merged))
+    other_rows = [{**r, "corpus": "lda_newsgroups"} for r in _priors_rows()]
+    other = {"meta": run["meta"], "priors": {**run["priors"], "rows": other_rows}}
+    both = cli.merge_into(str(base_path), other)
+    assert both["priors"]["rows"] == run["priors"]["rows"] + other_rows
+    base_path.write_text(json.dumps(both))
+    again = cli.merge_into(str(base_path), run)
+    assert again["priors"]["rows"] == other_rows + run["priors"]["rows"]
+    # another mode on a corpus adds to that corpus's rows
+    svb_rows = [{**r, "mode": "svb"} for r in _priors_rows()]
+    base_path.write_text(json.dumps(again))
+    svb = {"meta": run["meta"], "priors": {**run["priors"], "rows": svb_rows}}
+    assert (
+        cli.merge_into(str(base_path), svb)["priors"]["rows"] == again["priors"]["rows"] + svb_rows
+    )
     paths = report.write_files(merged, str(tmp_path / "out"))
     assert (tmp_path / "out" / "priors.csv").stat().st_size > 0
     text = report.render_markdown(merged, [], paths, str(tmp_path))

@@ -612,12 +612,27 @@ MERGE_KEYS = ("kernel", "sweep", "scaling", "tasks", "throughput", "startup", "c
 def merge_into(path: str, results: dict) -> dict:
     """The results of ``path`` with the stages this run measured added (replacing that
     stage's earlier figures); the run's command and date are listed under
-    ``meta.merged``. The quality stage's figures are not merged (run it in full)."""
+    ``meta.merged``. The priors stage's rows of (corpus, mode) pairs this run did not
+    measure are kept. The quality stage's figures are not merged (run it in full)."""
     with open(path) as f:
         base = json.load(f)
+    earlier_priors = base.get("priors")
     stages = [k for k in MERGE_KEYS if results.get(k)]
     for key in stages:
         base[key] = results[key]
+    if "priors" in stages and earlier_priors:
+        # the priors stage's rows of other corpora and modes stay (runs add up)
+        new = results["priors"]
+        measured = {(r["corpus"], r["mode"]) for r in new["rows"]}
+        kept = [r for r in earlier_priors["rows"] if (r["corpus"], r["mode"]) not in measured]
+        variants = list(earlier_priors["variants"])
+        variants += [v for v in new["variants"] if v not in variants]
+        base["priors"] = {
+            **new,
+            "modes": {**earlier_priors["modes"], **new["modes"]},
+            "variants": variants,
+            "rows": kept + new["rows"],
+        }
     base["meta"].setdefault("merged", []).append(
         {"stages": stages, "command": results["meta"]["command"], "date": results["meta"]["date"]}
     )

@@ -32,6 +32,7 @@ from sparklda.corpus import read_uci
 from sparklda.params import TrainParams
 
 from .connect import uci_paths
+from .suite import coherence_means
 
 log = logging.getLogger("benchmarks")
 
@@ -67,15 +68,6 @@ def parse_variants(text: str) -> list:
     if bad:
         raise SystemExit(f"error: --priors-variants: unknown {bad}; known: {', '.join(VARIANTS)}")
     return names
-
-
-def coherence_means(model, source) -> dict:
-    """Mean u_mass and c_npmi of the topics' top 10 terms over ``source``'s documents."""
-    out = {}
-    for measure in ("u_mass", "c_npmi"):
-        values = model.coherence(source, measure=measure, top_n=10)
-        out[measure] = float(np.mean(values))
-    return out
 
 
 def run_priors(spark, specs, opts, results: dict) -> list:

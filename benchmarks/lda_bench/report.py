@@ -774,6 +774,15 @@ def render_markdown(
                     f"{p['heldout_loglik']:.4f} | {p['perplexity']:.0f} |"
                 )
         lines.append("")
+        coh = [(s, out["coherence"]) for s, out in by_sys.items() if out.get("coherence")]
+        if coh:
+            lines.append(
+                "- coherence of the final topics (top 10 terms, mean over topics, over the "
+                "corpus's documents): "
+                + "; ".join(
+                    f"`{s}` u_mass {v['u_mass']:.3f}, c_npmi {v['c_npmi']:.4f}" for s, v in coh
+                )
+            )
         settings = [(s, out.get("settings")) for s, out in by_sys.items() if out.get("settings")]
         for s, st in settings:
             lines.append(f"- `{s}` settings: " + ", ".join(f"{k}={v}" for k, v in st.items()))

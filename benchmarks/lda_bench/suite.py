@@ -373,6 +373,15 @@ def mode_params(
     return TrainParams(**values)
 
 
+def coherence_means(model, source) -> dict:
+    """Mean u_mass and c_npmi of the topics' top 10 terms over ``source``'s documents."""
+    out = {}
+    for measure in ("u_mass", "c_npmi"):
+        values = model.coherence(source, measure=measure, top_n=10)
+        out[measure] = float(np.mean(values))
+    return out
+
+
 def run_mode(bc: BenchCorpus, name, spec, opts, probe: CorpusProbe, base=None, overrides=None):
     """One ``fit`` of a sparklda mode on every document of ``bc`` (holding out the
     benchmark's documents), evaluated every few rounds."""
@@ -403,6 +412,8 @@ def run_mode(bc: BenchCorpus, name, spec, opts, probe: CorpusProbe, base=None, o
         "params": params.to_dict(),
         "wall_s": wall,
         "broadcast_bytes": systems.broadcast_bytes(bc, params, result),
+        # the final topics' mean u_mass and c_npmi over the corpus (off the clock)
+        "coherence": coherence_means(result.model, bc.sparklda_source()),
     }
 
 

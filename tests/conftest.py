@@ -1,4 +1,6 @@
-"""Shared fixtures: one SparkSession for the whole run (local[2], UI off)."""
+"""Shared fixtures: one SparkSession for the whole run (local[2], UI off) in each pytest-xdist
+worker (or in the one pytest process, with ``-n 0``), and how the tests are shared out among
+the workers (``pytest_collection_modifyitems``)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def spark():
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "6g")
+        .config("spark.driver.memory", "3g")  # one such driver per xdist worker
         .config("spark.python.worker.reuse", "true")
         .getOrCreate()
     )
@@ -82,10 +84,45 @@ def _restore_env(name: str, value: str | None) -> None:
         os.environ[name] = value
 
 
+#: The groups that take longest, handed out first (longest first keeps the two workers
+#: busy to the end): a group is a test module, or ``connect`` (every test that needs the
+#: Connect server, so one worker starts it).
+LONGEST_FIRST = (
+    "connect",
+    "test_resume",
+    "test_scvb0",
+    "test_cluster",
+    "test_atomic_saves",
+    "test_wheel",
+    "test_combine",
+    "test_benchmark",
+    "test_notebook",
+)
+
+
+def _group(item) -> str:
+    if "connect" in getattr(item, "fixturenames", ()):
+        return "connect"
+    return item.module.__name__.rsplit(".", 1)[-1] if item.module else item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Tests that need the Spark Connect server (the ``connect`` fixture) are slow: the
     server is a second Spark driver, started once for the run, which the fast subset
-    (``-m "not slow"``) does without."""
+    (``-m "not slow"``) does without.
+
+    Under pytest-xdist (``-n 2 --dist loadgroup``, pyproject's addopts) each test is put
+    in its group (``_group``): a group runs whole on one worker, so a module's
+    module-scoped fixtures (a shared training run, a cluster, a built wheel) run once, and
+    the Connect server starts on one worker only. The groups of ``LONGEST_FIRST`` come
+    first, in that order (xdist hands groups out in collection order)."""
     for item in items:
         if "connect" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    if not getattr(config.option, "loadgroup", False):  # set in the workers of --dist loadgroup
+        return
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: else as collected

@@ -164,17 +164,14 @@ from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-kind, path = sys.argv[1], sys.argv[2]
-if kind == "pipeline":
-    from tests.test_atomic_saves import _pipelines
-    items = _pipelines(2, 3000)
-    def save(i):
-        items[i].write().overwrite().save(path)
-else:
-    from sparklda.storage import write_output
-    items = [spark.range(20000).selectExpr("id", f"{i + 1}.0 as v").coalesce(2) for i in range(2)]
-    def save(i):
-        write_output(spark, path, lambda p: items[i].write.mode("error").parquet(p), True)
+from sparklda.storage import write_output
+from tests.test_atomic_saves import _pipelines
+pipeline, output = sys.argv[1], sys.argv[2]
+pipelines = _pipelines(2, 3000)
+outputs = [spark.range(20000).selectExpr("id", f"{i + 1}.0 as v").coalesce(2) for i in range(2)]
+def save(i):  # the pipeline, then the scored output
+    pipelines[i].write().overwrite().save(pipeline)
+    write_output(spark, output, lambda p: outputs[i].write.mode("error").parquet(p), True)
 save(0)
 print("READY", flush=True)
 i = 1
@@ -186,10 +183,10 @@ while True:  # save again and again until killed
 
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.3, 1.6])
-@pytest.mark.parametrize("kind", ["pipeline", "output"])
-def test_a_killed_save_leaves_the_old_or_the_new_result(spark, tmp_path, kind, delay):
+def test_a_killed_save_leaves_the_old_or_the_new_result(spark, tmp_path, delay):
     """SIGKILL a process that keeps overwriting a PipelineModel (CountVectorizerModel and an
-    LDAModel) or a scored output, at several delays after its first complete save."""
+    LDAModel) and a scored output, in turn, at several delays after its first complete
+    saves: each is the old or the new one."""
     from pyspark.ml import PipelineModel
 
     from sparklda.ml.pipeline import install
@@ -200,9 +197,9 @@ def test_a_killed_save_leaves_the_old_or_the_new_result(spark, tmp_path, kind, d
 
     script = tmp_path / "saver.py"
     script.write_text(KILLED_SAVER)
-    path = str(tmp_path / kind)
+    pipeline, path = str(tmp_path / "pipeline"), str(tmp_path / "output")
     proc = subprocess.Popen(
-        [sys.executable, str(script), kind, path],
+        [sys.executable, str(script), pipeline, path],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -222,15 +219,14 @@ def test_a_killed_save_leaves_the_old_or_the_new_result(spark, tmp_path, kind, d
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    if kind == "pipeline":
-        back = PipelineModel.load(path)
-        tw = back.stages[-1].topicModel.topic_word
-        assert tw.shape == (3000, 20) and float(tw[0, 0]) in (1.0, 2.0)
-        assert np.all(tw == tw[0, 0])
-        assert back.stages[0].vocabulary[:2] == ["w0", "w1"]
-        _pipelines(1, 5)[0].write().overwrite().save(path)  # cleans up the killed save
-        assert len([n for n in os.listdir(path) if n.startswith("v")]) == 1
-        return
+    back = PipelineModel.load(pipeline)
+    tw = back.stages[-1].topicModel.topic_word
+    assert tw.shape == (3000, 20) and float(tw[0, 0]) in (1.0, 2.0)
+    assert np.all(tw == tw[0, 0])
+    assert back.stages[0].vocabulary[:2] == ["w0", "w1"]
+    _pipelines(1, 5)[0].write().overwrite().save(pipeline)  # cleans up the killed save
+    assert len([n for n in os.listdir(pipeline) if n.startswith("v")]) == 1
+
     if not os.path.exists(path):  # killed between the two renames: the old one is staged
         assert os.path.isdir(os.path.join(staging_path(path), "old"))
         recover_output(spark, path)

@@ -5,8 +5,8 @@ each) started with the pyspark package's own bin/spark-class.
 and executor memory win over the configuration, both executors run tasks, the package
 reaches the executors by ``ship_package`` (the workers have no PYTHONPATH).
 (b) The library from a driver connected to the master (a subprocess: this test session's
-own SparkContext is local[2]): the same topics as local[2] with the same seed and
-partitioning, tasks on both executors (the driver's REST API), and the executors import
+own SparkContext is local[2]): the same topics as this session's local[2] with the same
+seed and partitioning, tasks on both executors (the driver's REST API), and the executors import
 sparklda from the shipped zip.
 """
 
@@ -225,11 +225,21 @@ def _drive(tmp_path, master: str, name: str) -> tuple[np.ndarray, dict]:
 
 
 @pytest.fixture(scope="module")
-def local_model(tmp_path_factory):
-    """The reference: the same fit in local[2]."""
-    topic_word, info = _drive(tmp_path_factory.mktemp("local"), "local[2]", "local")
-    assert info["master"] == "local[2]" and info["shipped"] is None
-    return topic_word
+def local_model(spark):
+    """The reference: the same fit in this test session's local[2] (what ``DRIVER`` does,
+    in this process)."""
+    from sparklda.api import fit
+    from sparklda.cli.config import load_config, train_params
+    from sparklda.cli.session import ship_package
+    from sparklda.corpus import read_uci
+    from sparklda.io import resolve_sample
+
+    assert ship_package(spark) is None  # nothing to ship in local mode
+    params = train_params(load_config(CONFIG, SETTINGS))
+    source = read_uci(
+        spark, resolve_sample("sample:kos/docword.txt.gz"), resolve_sample("sample:kos/vocab.txt")
+    )
+    return fit(source, params).model.topic_word
 
 
 def test_spark_submit_job_runs_on_the_cluster_with_spark_submits_settings(

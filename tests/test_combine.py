@@ -125,6 +125,20 @@ def source(spark):
     return planted_source(spark)
 
 
+@pytest.fixture(scope="module")
+def executors_run(source):
+    """``executors_run(name)``: the fit of mode ``name`` with ``combine="executors"`` (one
+    per mode for the module)."""
+    done: dict = {}
+
+    def get(name):
+        if name not in done:
+            done[name] = run(source, name, "executors")
+        return done[name]
+
+    return get
+
+
 def run(source, name, combine):
     params = TrainParams(
         k=4, seed=3, heldout_count=0, parts_per_slice=PARTS, combine=combine, **MODES[name]
@@ -132,9 +146,9 @@ def run(source, name, combine):
     return fit(source, params)
 
 
-def check_same_model(source, name):
+def check_same_model(source, executors_run, name):
     driver = run(source, name, "driver")
-    executors = run(source, name, "executors")
+    executors = executors_run(name)
     if MODES[name].get("checkpoint_interval") == 1:
         assert executors.report["mode"]["checkpoints"] >= 2
     np.testing.assert_array_equal(executors.model.topic_word, driver.model.topic_word)
@@ -150,18 +164,18 @@ def check_same_model(source, name):
 
 
 @pytest.mark.slow
-def test_scvb0_same_model_and_bounded_driver_bytes(source):
-    check_same_model(source, "scvb0")
+def test_scvb0_same_model_and_bounded_driver_bytes(source, executors_run):
+    check_same_model(source, executors_run, "scvb0")
 
 
 @pytest.mark.slow
-def test_executor_combine_is_deterministic(source):
-    first = run(source, "scvb0", "executors")
+def test_executor_combine_is_deterministic(source, executors_run):
+    first = executors_run("scvb0")  # shared with the test above
     again = run(source, "scvb0", "executors")
     assert again.model.topic_word.tobytes() == first.model.topic_word.tobytes()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["cvb0", "cvb", "svb"])
-def test_other_modes_same_model_with_executor_combine(source, name):
-    check_same_model(source, name)
+def test_other_modes_same_model_with_executor_combine(source, executors_run, name):
+    check_same_model(source, executors_run, name)

@@ -3,6 +3,7 @@ with the model of a run that was never interrupted (every mode)."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import signal
@@ -18,7 +19,7 @@ from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from sparklda.storage import SparkFiles
 from sparklda.training import Callback
-from tests.helpers import TRAIN_JOB, job_env, planted_source, write_config
+from tests.helpers import KOS_DOCWORD, KOS_VOCAB, TRAIN_JOB, job_env, planted_source, write_config
 
 SETTINGS = {
     "scvb0": {"algorithm": "scvb0", "minibatch_size": 40, "passes": 3},
@@ -54,9 +55,23 @@ def source(spark):
     return planted_source(spark)
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(source):
+    """``uninterrupted(name)``: the fit of ``params(name)`` never interrupted (one per mode
+    for the module)."""
+    fits: dict = {}
+
+    def get(name):
+        if name not in fits:
+            fits[name] = fit(source, params(name))
+        return fits[name]
+
+    return get
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) for n in SETTINGS])
-def test_resumed_run_equals_the_uninterrupted_one(source, tmp_path, name):
-    full = fit(source, params(name))
+def test_resumed_run_equals_the_uninterrupted_one(source, uninterrupted, tmp_path, name):
+    full = uninterrupted(name)
     total = full.report["rounds"]
     ck = str(tmp_path / "ck")
     crash_at = max(3, total // 2)
@@ -94,8 +109,10 @@ def test_resuming_another_run_is_refused_with_what_differs(spark, source, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_crash_while_writing_a_checkpoint_keeps_the_previous_one(source, tmp_path, monkeypatch):
-    full = fit(source, params("svb"))
+def test_a_crash_while_writing_a_checkpoint_keeps_the_previous_one(
+    source, uninterrupted, tmp_path, monkeypatch
+):
+    full = uninterrupted("svb")
     ck = str(tmp_path / "ck")
     real = SparkFiles.write_json
     calls = {"state": 0}
@@ -174,9 +191,9 @@ def _job(cfg, *extra):
     return [sys.executable, TRAIN_JOB, "--config", cfg, *extra]
 
 
-def _run_until_killed(cmd, marker: str) -> None:
+def _run_until_killed(cmd, marker: str) -> list[str]:
     """Start ``cmd`` in its own process group and SIGKILL the group (the driver and its
-    JVM) as soon as the job logs a line containing ``marker``."""
+    JVM) as soon as the job logs a line containing ``marker``; returns the lines logged."""
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -199,17 +216,49 @@ def _run_until_killed(cmd, marker: str) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == -signal.SIGKILL, "".join(seen[-40:])
+    return seen
 
 
-def _config(tmp_path, name):
-    return write_config(
-        tmp_path,
-        extra=f'''
+#: the jobs' corpus: the first documents of the shipped KOS corpus (every round of a job
+#: and of its reference runs over them)
+JOB_DOCS = 1000
+
+
+def _small_kos(base) -> str:
+    """A UCI docword file of KOS's first ``JOB_DOCS`` documents (written once under
+    ``base``)."""
+    path = base / "docword.txt.gz"
+    if not path.exists():
+        with gzip.open(KOS_DOCWORD, "rt") as f:
+            _, w, _ = (f.readline() for _ in range(3))
+            rows = [line for line in f if int(line.split()[0]) <= JOB_DOCS]
+        with gzip.open(path, "wt") as f:
+            f.write(f"{JOB_DOCS}\n{w}{len(rows)}\n{''.join(rows)}")
+    return str(path)
+
+
+def _config(tmp_path, name=None):
+    """The job's configuration (``write_config``'s on ``_small_kos``), checkpoints in
+    ``tmp_path / name`` every round."""
+    extra = (
+        f"""
 [checkpoint]
 dir = "{tmp_path / name}"
 every_rounds = 1
-''',
+"""
+        if name
+        else ""
     )
+    cfg = write_config(tmp_path, extra=extra)
+    with open(cfg) as f:
+        text = f.read()
+    text = text.replace("sample:kos/docword.txt.gz", _small_kos(tmp_path)).replace(
+        "sample:kos/vocab.txt", KOS_VOCAB
+    )
+    assert _small_kos(tmp_path) in text and KOS_VOCAB in text
+    with open(cfg, "w") as f:
+        f.write(text)
+    return cfg
 
 
 def _sets(*items: str) -> list[str]:
@@ -232,48 +281,35 @@ def _reference(spark, tmp_path, sets):
 
     ref = tmp_path / "ref"
     ref.mkdir()
-    train.run(spark, load_config(write_config(ref), [s for s in sets if s != "--set"]))
+    train.run(spark, load_config(_config(ref), [s for s in sets if s != "--set"]))
     return TopicModel.load(str(ref / "model"))
 
 
 @pytest.mark.slow
-def test_sigkilled_job_resumes_to_the_uninterrupted_model(spark, tmp_path):
-    cfg = _config(tmp_path, "ck")
-    sets = _sets(
-        "training.passes=3",
-        "training.minibatch_size=1000",
-        "training.parts_per_slice=2",
-        "evaluation.eval_every=0",
-    )
-    rounds = 12  # 3,330 training documents in slices of 1,000: 4 rounds a pass
-    kill_at = random.Random().randint(2, rounds - 2)
-    # killed while round kill_at is reported (the progress line on stderr): before or
-    # during its checkpoint
-    _run_until_killed(_job(cfg, *sets), f"round {kill_at}/{rounds},")
-    assert not os.path.exists(tmp_path / "model")
-    log, resumed = _resume_to_the_end(cfg, sets, tmp_path)
-    assert (
-        f"resuming scvb0 after round {kill_at - 1} " in log
-        or f"resuming scvb0 after round {kill_at} " in log
-    ), (kill_at, log[-3000:])
-    assert resumed.metadata["rounds"] == rounds
-    reference = _reference(spark, tmp_path, sets)
-    np.testing.assert_allclose(resumed.topic_word, reference.topic_word, rtol=1e-9, atol=0)
-
-
-@pytest.mark.slow
-def test_job_resumes_twice(spark, tmp_path):
+def test_sigkilled_job_resumes_twice_to_the_uninterrupted_model(spark, tmp_path):
+    """The train job SIGKILLed twice: first while a random round is reported (the progress
+    line: before or during its checkpoint), then, resumed, right after a checkpoint is
+    written; resumed again, it ends with the model of a run never interrupted."""
     cfg = _config(tmp_path, "ck")
     sets = _sets(
         "training.algorithm='cvb0'",
-        "training.passes=4",
-        "training.minibatch_size=1000",
+        "training.passes=5",
         "training.parts_per_slice=2",
         "evaluation.eval_every=0",
     )
-    _run_until_killed(_job(cfg, *sets), "checkpoint after round 1 written")
-    _run_until_killed(_job(cfg, *sets, "--resume"), "checkpoint after round 3 written")
+    rounds = 5  # CVB0: one round a pass
+    kill_at = random.Random().randint(2, 3)
+    _run_until_killed(_job(cfg, *sets), f"round {kill_at}/{rounds},")
+    assert not os.path.exists(tmp_path / "model")
+    seen = "".join(
+        _run_until_killed(_job(cfg, *sets, "--resume"), "checkpoint after round 4 written")
+    )
+    assert (
+        f"resuming cvb0 after round {kill_at - 1} " in seen
+        or f"resuming cvb0 after round {kill_at} " in seen
+    ), (kill_at, seen[-3000:])
     log, resumed = _resume_to_the_end(cfg, sets, tmp_path)
-    assert "resuming cvb0 after round 3 " in log
+    assert "resuming cvb0 after round 4 " in log
+    assert resumed.metadata["rounds"] == rounds
     reference = _reference(spark, tmp_path, sets)
     np.testing.assert_allclose(resumed.topic_word, reference.topic_word, rtol=1e-9, atol=0)

@@ -156,10 +156,11 @@ def test_learned_alpha_is_saved_loaded_and_used(tmp_path, spark):
 @pytest.mark.slow
 def test_learned_eta_moves_towards_the_data_from_either_side(learned):
     """η learned by the fixed point on the topic-word statistics moves down from a start
-    above the data's value and up from one below it; the model keeps the learned η."""
-    high = learned("cvb0", optimize_eta=True, eta=0.3)
+    above the data's value and up from one below it; the model keeps the learned η.
+    (From either side it settles near 0.3 on this corpus, so the start above is 1.0.)"""
+    high = learned("cvb0", optimize_eta=True, eta=1.0)
     low = learned("cvb0", optimize_eta=True, eta=0.001)
-    assert high.model.eta < 0.3 * 0.97
+    assert high.model.eta < 1.0 * 0.97
     assert low.model.eta > 0.001 * 1.5
     for res in (high, low):
         assert res.rounds[-1]["eta"] == res.model.eta

@@ -187,7 +187,15 @@ class SCVB0(Mode):
         if m_tokens > 0 and len(stats.terms):
             self.slice_terms.setdefault(s, stats.terms)
             factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
-            self.scale *= 1.0 - rho
+            keep = 1.0 - rho
+            if keep * self.scale < 1e-300:
+                # ρ rounds to 1 (a round of many steps early in a small corpus's compressed
+                # schedule, docs/architecture.md "Step schedules"): the round replaces N^Φ
+                self.base[:] = 0.0
+                self.base_cast[:] = 0.0
+                self.scale = 1.0
+            else:
+                self.scale *= keep
             totals = add_scaled_rows(
                 self.base, self.base_cast, stats.terms, rows, factor / self.scale
             )

@@ -24,7 +24,7 @@ class Stream(IntEnum):
     SPLIT_HALVES = 7  # the document-completion split of a held-out document
     INIT_PHI = 11  # SCVB0's random initial N^Phi
     SLICE_ORDER = 17  # the order of the slices in each pass
-    GAMMA_INIT = 21  # (unused since CVB0/CVB start from INIT_TERM_TOPICS; value kept)
+    GAMMA_INIT = 21  # CVB's per-pair random start (CVB0 starts from INIT_TERM_TOPICS)
     INIT_TERM_TOPICS = 22  # CVB0/CVB's random initial topics, a row per term
     INIT_LAMBDA = 31  # SVB's random initial lambda
     DOC_INIT = 1000  # + pass: SCVB0's initial N^Theta of each document

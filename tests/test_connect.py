@@ -213,14 +213,7 @@ id_col = "id"
     )
     env = job_env(PYTHONPATH=ROOT, SPARK_CONNECT_MODE_ENABLED=None, SPARK_REMOTE=None)
     for _ in range(2):
-        proc = subprocess.run(
-            [sys.executable, "-m", "sparklda.cli.infer", "--config", str(cfg), "--remote", url],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        proc = _run_infer(cfg, url, env)
         assert "scored 151 documents with 4 topics" in proc.stdout
     assert os.path.exists(out / "_SUCCESS")
     _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path)
@@ -231,6 +224,19 @@ id_col = "id"
     assert got.keys() == want.keys()
     for doc_id, th in want.items():
         np.testing.assert_allclose(got[doc_id], th, rtol=1e-12, atol=1e-14)
+
+
+def _run_infer(cfg, url, env):
+    """The infer job with ``cfg`` against the Connect server at ``url``; it must succeed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparklda.cli.infer", "--config", str(cfg), "--remote", url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
 
 
 def _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path):
@@ -260,14 +266,7 @@ def _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path):
             f'[infer]\nmodel = "{base / "model"}"\noutput = "{tmp_path / name}"\n'
             f"[infer.input]\n{table}\n"
         )
-        proc = subprocess.run(
-            [sys.executable, "-m", "sparklda.cli.infer", "--config", str(cfg), "--remote", url],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        proc = _run_infer(cfg, url, env)
         had = os.environ.pop(CONNECT_MODE, None)
         try:
             classic_cfg = load_config(str(cfg), [f"infer.output={tmp_path / (name + '-classic')}"])

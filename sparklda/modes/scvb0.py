@@ -48,7 +48,9 @@ def round_step(
     m0 = float(ref_minibatch)
     d = docs_seen + np.arange(m_docs, dtype=np.float64)
     rho_d = s * m0 ** (kappa - 1.0) / (tau * m0 + d) ** kappa
-    return float(-np.expm1(np.log1p(-np.minimum(rho_d, 1.0)).sum()))
+    if rho_d[0] >= 1.0:  # ρ_d falls with d: one whole step replaces the estimate
+        return 1.0
+    return float(-np.expm1(np.log1p(-rho_d).sum()))
 
 
 def scvb0_kernel(

@@ -59,8 +59,11 @@ def default_minibatch_size(tasks_per_round: int) -> int:
 #: The paper's ρ^Φ schedule counts minibatches of this many documents ...
 PAPER_SCHEDULE_MINIBATCH = 100
 #: ... and the automatic one (``schedule_minibatch`` 0) counts 1/200 of the training
-#: documents, when that is fewer: the paper's τ = 1000 steps are then 5 passes.
+#: documents, when that is fewer: the paper's τ = 1000 steps are then 5 passes ...
 AUTO_SCHEDULE_STEPS_PER_PASS = 200
+#: ... but never fewer than this many documents per step (corpora under 4,000
+#: training documents: docs/architecture.md, "Step schedules").
+AUTO_SCHEDULE_MIN_DOCS = 20
 
 
 def schedule_minibatch_docs(schedule_minibatch: int, n_train_docs: int) -> float:
@@ -68,14 +71,18 @@ def schedule_minibatch_docs(schedule_minibatch: int, n_train_docs: int) -> float
     "Step schedules").
 
     A positive ``schedule_minibatch`` is taken as it is. 0 (the default) gives
-    ``min(100, n_train_docs / 200)``: the paper's 100 documents on corpora of 20,000
-    training documents or more, and on smaller ones the paper's schedule compressed
-    so that it takes as many passes as on 20,000 documents."""
+    ``min(100, max(20, n_train_docs / 200))``: the paper's 100 documents on corpora of
+    20,000 training documents or more; on smaller ones the paper's schedule compressed
+    so that it takes as many passes as on 20,000 documents, down to 20 documents per
+    step."""
     if schedule_minibatch > 0:
         return float(schedule_minibatch)
     return min(
         float(PAPER_SCHEDULE_MINIBATCH),
-        max(int(n_train_docs), 1) / AUTO_SCHEDULE_STEPS_PER_PASS,
+        max(
+            float(AUTO_SCHEDULE_MIN_DOCS),
+            max(int(n_train_docs), 1) / AUTO_SCHEDULE_STEPS_PER_PASS,
+        ),
     )
 
 
@@ -102,8 +109,13 @@ class TrainParams:
     #: 0 = :func:`default_minibatch_size` of the tasks per round: 2000 (see
     #: docs/benchmarks.md, "Minibatch size") or 1000 per task on larger clusters.
     minibatch_size: int = 0
-    #: SCVB0 burn-in passes over each document before the accumulating pass.
-    burnin: int = 1
+    #: SCVB0 burn-in passes over each document before the accumulating pass
+    #: (docs/architecture.md, "SCVB0: the token's own share").
+    burnin: int = 2
+    #: SCVB0: compute each token's γ from N^Θ_j without the token's own share, as CVB0
+    #: does (docs/architecture.md, "SCVB0: the token's own share"); false = Eq. 5 as
+    #: printed, which lets a short document's tokens reinforce their own topics.
+    exclude_token: bool = True
     #: ρ^Φ = s/(τ+t)^κ per minibatch of ``schedule_minibatch`` documents
     #: (paper: 10, 1000, 0.9, 100). ``schedule_minibatch`` 0 = adapt to the corpus:
     #: :func:`schedule_minibatch_docs` (docs/architecture.md, "Step schedules").
@@ -370,6 +382,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         doc="Burn-in passes over each document before the accumulating pass.",
     ),
     Constraint(
+        "exclude_token",
+        bool,
+        algorithms=_SCVB0,
+        doc="Take each token's own share out of N^Θ_j before computing its γ (CVB0's ¬ij).",
+    ),
+    Constraint(
         "s_phi",
         float,
         0,
@@ -394,7 +412,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         int,
         0,
         algorithms=_SCVB0,
-        doc="Documents per step t of the ρ^Φ schedule (0: min(100, training documents / 200)).",
+        doc="Documents per step t of the ρ^Φ schedule "
+        "(0: min(100, max(20, training documents / 200))).",
     ),
     Constraint(
         "s_theta",

@@ -29,13 +29,16 @@ def scvb0_block(
     tau_theta=10.0,
     kappa_theta=0.9,
     return_theta=False,
+    exclude=False,
 ):
     """Algorithm 2 of Foulds et al. (2013) for a block of documents, clumped.
 
     Eq. 5: γ_k = φ_norm[w, k] (N^Θ_jk + α_k), normalised (α a number or a K-vector).
     Eq. 9: N^Θ_j = (1 − ρ)^m N^Θ_j + C_j γ (1 − (1 − ρ)^m), ρ = s/(τ + t)^κ.
     Last pass: N̂^Φ_w += m γ. With ``return_theta``: (N̂^Φ, each document's final N^Θ_j,
-    Σ m·log(1 − γ_k) over each document's last-pass clumps).
+    Σ m·log(1 − γ_k) over each document's last-pass clumps). With ``exclude``, sweeps
+    after the first use max(N^Θ_jk − γ'_k, 0) in Eq. 5, γ' the clump's γ of the
+    previous sweep.
     """
     n_docs = len(indptr) - 1
     n_topics = phi_norm.shape[1]
@@ -50,12 +53,20 @@ def scvb0_block(
         c_j = float(sum(counts[p] for p in pairs))
         ntheta = [float(x) for x in theta_init[j]]
         t = 0.0
+        previous = {}
         for sweep in range(burnin + 1):
             for p in pairs:
                 w, m = local[p], float(counts[p])
-                gamma = [float(phi_norm[w, k]) * (ntheta[k] + alpha[k]) for k in range(n_topics)]
+                own = previous.get(p) if exclude else None
+                count = (
+                    ntheta
+                    if own is None
+                    else [max(a - b, 0.0) for a, b in zip(ntheta, own, strict=True)]
+                )
+                gamma = [float(phi_norm[w, k]) * (count[k] + alpha[k]) for k in range(n_topics)]
                 z = sum(gamma)
                 gamma = [g / z for g in gamma]
+                previous[p] = gamma
                 rho = s_theta / (tau_theta + t) ** kappa_theta
                 decay = (1.0 - rho) ** m
                 ntheta = [

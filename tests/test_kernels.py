@@ -60,6 +60,42 @@ def test_scvb0_block_matches_reference(dtype, rtol, burnin):
 
 
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 2e-4)])
+@pytest.mark.parametrize("burnin", [0, 1, 3])
+def test_scvb0_block_with_exclusion_matches_reference(dtype, rtol, burnin):
+    """``exclude``: sweeps after the first take the clump's previous γ out of N^Θ_j."""
+    rng = np.random.default_rng(3)
+    indptr, local, counts = random_block(rng)
+    k = 5
+    phi_norm = rng.random((13, k)) + 0.01
+    lengths = np.diff(np.concatenate([[0], np.cumsum(counts)])[indptr])
+    theta0 = kernels.init_doc_stats(rng.random((len(indptr) - 1, k)), lengths)
+    want = reference.scvb0_block(indptr, local, counts, phi_norm, theta0, 0.1, burnin, exclude=True)
+    args = (indptr, local, counts.astype(dtype), phi_norm.astype(dtype), theta0.astype(dtype))
+    got = kernels.scvb0_block(*args, 0.1, burnin, exclude=True)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3)
+    assert got.sum() == pytest.approx(counts.sum(), rel=rtol * 10)
+    plain = kernels.scvb0_block(*args, 0.1, burnin)
+    if burnin == 0:  # one sweep: no previous γ to take out
+        np.testing.assert_array_equal(got, plain)
+    else:
+        assert np.abs(got - plain).max() > 1e-3
+
+
+def test_exclusion_keeps_a_short_document_from_reinforcing_its_own_topic():
+    """A single-token document whose term is equally likely under both topics, started
+    with all of N^Θ in topic 0. ρ_0 = 1 (τ_θ = 1), so the first sweep sets N^Θ_j to the
+    token's γ; without exclusion the second sweep sees that count and keeps γ on topic
+    0, with it the token sees only α and γ is uniform."""
+    phi_norm = np.array([[0.5, 0.5]])
+    theta0 = np.array([[1.0, 0.0]])
+    block = (np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0]))
+    kept = kernels.scvb0_block(*block, phi_norm, theta0, 0.1, 1, tau_theta=1.0)
+    excluded = kernels.scvb0_block(*block, phi_norm, theta0, 0.1, 1, tau_theta=1.0, exclude=True)
+    assert kept[0, 0] > 0.8
+    np.testing.assert_allclose(excluded[0], [0.5, 0.5], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 2e-4)])
 def test_scvb0_block_fractional_counts_match_reference(dtype, rtol):
     """Counts that are not all integers (e.g. tf-idf weights) take the kernel's
     per-pair pow path instead of its step-size tables."""

@@ -34,6 +34,7 @@ def _scvb0_block(
     nhat: NDArray[np.floating[Any]],
     theta_out: NDArray[np.floating[Any]],
     logp0_out: NDArray[np.floating[Any]],
+    exclude: bool,
 ) -> NDArray[np.floating[Any]]:
     """The compiled body of :func:`scvb0_block`.
 
@@ -65,6 +66,13 @@ def _scvb0_block(
     use_tab = rho_tab.shape[0] > 0
     ntheta = np.empty(n_topics, dtype=phi_norm.dtype)
     gamma = np.empty(n_topics, dtype=phi_norm.dtype)
+    # exclusion: each clump's γ of the previous sweep, and N^Θ_j without it
+    widest = 0
+    if exclude:
+        for j in range(n_docs):
+            widest = max(widest, indptr[j + 1] - indptr[j])
+    gprev = np.empty((widest, n_topics), dtype=phi_norm.dtype)
+    nex = np.empty(n_topics if exclude else 0, dtype=phi_norm.dtype)
     for j in range(n_docs):
         start = indptr[j]
         end = indptr[j + 1]
@@ -84,8 +92,19 @@ def _scvb0_block(
                 m = counts[p]
                 # γ = φ_norm[u] ⊙ (N^Θ_j + α) and Σ γ in one vectorised pass, summed
                 # in lanes.py's fixed order
-                norm = lane_gamma(gamma, phi_norm[u], ntheta, alpha, n_topics)
+                if exclude and sweep > 0:
+                    # N^Θ_j without this clump's token (CVB0's ¬ij count), floored at 0
+                    gp = gprev[p - start]
+                    for k in range(n_topics):
+                        nex[k] = max(ntheta[k] - gp[k], zero)
+                    norm = lane_gamma(gamma, phi_norm[u], nex, alpha, n_topics)
+                else:
+                    norm = lane_gamma(gamma, phi_norm[u], ntheta, alpha, n_topics)
                 inv = one / norm
+                if exclude:
+                    gp = gprev[p - start]
+                    for k in range(n_topics):
+                        gp[k] = gamma[k] * inv
                 if use_tab:
                     rho = rho_tab[ti]
                     if m == one:
@@ -154,6 +173,7 @@ def scvb0_block(
     kappa_theta: float = 0.9,
     theta_out: NDArray[np.floating[Any]] | None = None,
     logp0_out: NDArray[np.floating[Any]] | None = None,
+    exclude: bool = False,
 ) -> NDArray[np.floating[Any]]:
     """Run SCVB0's burn-in and accumulating passes over a block of documents.
 
@@ -166,6 +186,12 @@ def scvb0_block(
     * ρ = s_θ / (τ_θ + t)^κ_θ, t the tokens of document j seen so far
       (counted across passes, advanced by m after each clump)
     * N̂^Φ[u] += m · γ (last pass only)
+
+    With ``exclude``, every sweep after the first computes a clump's γ from
+    max(N^Θ_j − γ', 0), γ' the clump's γ of the previous sweep: the count without
+    the token's own share, as CVB0's N^¬ij (docs/architecture.md, "SCVB0: the
+    token's own share"). Eq. 5 as printed keeps it, which on short documents makes
+    each token reinforce its own topic.
 
     Parameters
     ----------
@@ -197,6 +223,8 @@ def scvb0_block(
         each token's topic is drawn from its γ (capped at 1 − 1e-6), which
         :func:`sparklda.kernels.priors.doc_prior_stats` uses for the expected
         counts. Zeroed here; same dtype and shape as ``theta_out``.
+    exclude : bool
+        Take each clump's previous γ out of N^Θ_j before computing its γ (above).
 
     Returns
     -------
@@ -249,6 +277,7 @@ def scvb0_block(
         nhat,
         theta_out,
         logp0_out,
+        bool(exclude),
     )
 
 

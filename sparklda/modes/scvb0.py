@@ -64,6 +64,7 @@ def scvb0_kernel(
     kappa_theta,
     seeds=None,
     learn_alpha=False,
+    exclude_token=False,
 ):
     """The per-block kernel call of a round (built from plain values).
 
@@ -110,6 +111,7 @@ def scvb0_kernel(
             kappa_theta,
             theta_out,
             logp0,
+            exclude_token,
         )
         if theta_out is None:
             return nhat
@@ -167,6 +169,7 @@ class SCVB0(Mode):
             p.kappa_theta,
             (self.seed_terms, self.seed_rows.astype(self.dtype)) if self.seeded else None,
             bool(p.optimize_alpha),
+            bool(p.exclude_token),
         )
 
     def update(self, stats, t):

@@ -324,12 +324,23 @@ def hoffman_alpha_step(alpha, g, rho):
     return np.array([min(max(x, 1e-6), 1e4) for x in new])
 
 
-def minka_eta(topic_word, eta, max_iter=100, tol=1e-6):
+def _eta_term(n, eta, expected):
+    """ψ(n + η) − ψ(η), or its expectation over N ~ Poisson(n) as
+    P(N ≥ 1) · [ψ(max(n / P(N ≥ 1), 1) + η) − ψ(η)]."""
+    if not expected:
+        return float(digamma(n + eta)) - float(digamma(eta))
+    if n <= 0.0:
+        return 0.0
+    p1 = 1.0 - math.exp(-n)
+    return p1 * (float(digamma(max(n / p1, 1.0) + eta)) - float(digamma(eta)))
+
+
+def minka_eta(topic_word, eta, max_iter=100, tol=1e-6, expected=True):
     """Symmetric η by Minka's fixed point on (V, K) topic-word statistics."""
     v, k = topic_word.shape
     for _ in range(max_iter):
         num = sum(
-            float(digamma(max(float(topic_word[w, j]), 0.0) + eta)) - float(digamma(eta))
+            _eta_term(max(float(topic_word[w, j]), 0.0), eta, expected)
             for w in range(v)
             for j in range(k)
         )

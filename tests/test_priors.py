@@ -262,11 +262,14 @@ def test_alpha_steps_match_references():
     )
 
 
-def test_minka_eta_matches_reference():
+@pytest.mark.parametrize("expected", [True, False])
+def test_minka_eta_matches_reference(expected):
     rng = np.random.default_rng(1)
     tw = rng.gamma(0.3, 20.0, size=(15, 3))
-    got = priors.minka_eta(tw, 0.5)
-    assert got == pytest.approx(ref.minka_eta(tw, 0.5), rel=1e-9)
+    tw[0, 0] = 0.0
+    tw[1, 1] = 0.02
+    got = priors.minka_eta(tw, 0.5, expected=expected)
+    assert got == pytest.approx(ref.minka_eta(tw, 0.5, expected=expected), rel=1e-9)
     assert got != pytest.approx(0.5, rel=1e-3)
 
 
@@ -309,7 +312,23 @@ def test_minka_eta_recovers_a_known_eta():
     rng = np.random.default_rng(4)
     beta = rng.dirichlet(np.full(200, 0.05), size=6)
     tw = np.array([rng.multinomial(3000, b) for b in beta], dtype=np.float64).T
+    assert priors.minka_eta(tw, 1.0, expected=False) == pytest.approx(0.05, rel=0.25)
+    # integer counts read as expected ones: close too
     assert priors.minka_eta(tw, 1.0) == pytest.approx(0.05, rel=0.25)
+
+
+def test_minka_eta_on_expected_counts_does_not_take_a_thin_spread_for_use():
+    """The same counts with 1% of each word's tokens spread evenly over the topics, as
+    soft assignments spread them: read as integer counts every topic seems to use
+    every word and η more than doubles; the Poisson expectation stays near the truth."""
+    rng = np.random.default_rng(4)
+    beta = rng.dirichlet(np.full(200, 0.05), size=6)
+    tw = np.array([rng.multinomial(3000, b) for b in beta], dtype=np.float64).T
+    soft = 0.99 * tw + 0.01 * tw.sum(axis=1, keepdims=True) / 6
+    as_integers = priors.minka_eta(soft, 1.0, expected=False)
+    as_expected = priors.minka_eta(soft, 1.0)
+    assert as_integers > 2.2 * 0.05
+    assert as_expected < 0.08
 
 
 # --------------------------------------------------------------------------

@@ -231,13 +231,19 @@ def hoffman_alpha_step(alpha: Any, offsets_mean: Any, rho: float) -> NDArray[np.
 
 
 @numba.njit(**JIT_OPTIONS)
-def _eta_sums(topic_word: NDArray[np.float64], eta: float) -> tuple[float, float]:
+def _eta_sums(topic_word: NDArray[np.float64], eta: float, expected: bool) -> tuple[float, float]:
     v, k = topic_word.shape
     psi_eta = digamma(eta)
     num = 0.0
     for w in range(v):
         for j in range(k):
-            num += digamma(topic_word[w, j] + eta) - psi_eta
+            mu = topic_word[w, j]
+            if not expected:
+                num += digamma(mu + eta) - psi_eta
+            elif mu > 0.0:
+                # P(N ≥ 1) · [ψ(E[N | N ≥ 1] + η) − ψ(η)] with N ~ Poisson(mu)
+                p1 = -np.expm1(-mu)
+                num += p1 * (digamma(max(mu / p1, 1.0) + eta) - psi_eta)
     den = 0.0
     psi_w = digamma(v * eta)
     for j in range(k):
@@ -248,20 +254,36 @@ def _eta_sums(topic_word: NDArray[np.float64], eta: float) -> tuple[float, float
     return num, den
 
 
-def minka_eta(topic_word: Any, eta: float, max_iter: int = 100, tol: float = 1e-6) -> float:
+def minka_eta(
+    topic_word: Any, eta: float, max_iter: int = 100, tol: float = 1e-6, expected: bool = True
+) -> float:
     """A symmetric η fitted to topic-word statistics (V, K) by Minka's fixed point:
 
         η ← η · Σ_k Σ_w [ψ(N_wk + η) − ψ(η)] / (V · Σ_k [ψ(N_k + Vη) − ψ(Vη)])
 
     iterated from ``eta`` until the relative change is below ``tol`` or
     ``max_iter`` steps, clipped to [MIN_PRIOR, MAX_PRIOR]. Negative statistics
-    (rounding) count as 0. Equivalent to ``tests/reference_modes.py::minka_eta``.
+    (rounding) count as 0.
+
+    ``expected`` (the default): the N_wk of every mode are expected counts, sums of
+    many tokens' small assignment probabilities, and ψ(n + η) − ψ(η) at a small
+    fractional n is close to its value at a whole token (at η = 0.01, n = 0.05
+    gives 83 where one token gives 100), so a word spread thinly over the topics
+    looks used by all of them and η comes out far too large. The numerator then
+    takes the expectation over the count N_wk as a Poisson variable of mean
+    N_wk (a sum of many rare Bernoulli draws), approximated as
+    P(N ≥ 1) · [ψ(E[N | N ≥ 1] + η) − ψ(η)], P(N ≥ 1) = 1 − exp(−N_wk),
+    E[N | N ≥ 1] = max(N_wk / P(N ≥ 1), 1): a thin spread n counts about n/η.
+    The same approximation as :func:`doc_prior_stats`' for α, with the Poisson
+    P(N = 0) in place of the documents' Σ log(1 − γ) (docs/architecture.md,
+    "Learned priors"). ``expected=False`` reads the statistics as integer counts.
+    Equivalent to ``tests/reference_modes.py::minka_eta``.
     """
     tw = np.ascontiguousarray(np.maximum(np.asarray(topic_word, dtype=np.float64), 0.0))
     v = tw.shape[0]
     eta = float(eta)
     for _ in range(int(max_iter)):
-        num, den = _eta_sums(tw, eta)
+        num, den = _eta_sums(tw, eta, bool(expected))
         if not den > 0.0:
             break
         new = min(max(eta * num / (v * den), MIN_PRIOR), MAX_PRIOR)

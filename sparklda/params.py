@@ -174,8 +174,8 @@ class TrainParams:
     #: Learn an asymmetric α (a K-vector) from the data, starting at ``alpha``
     #: (pyspark: optimizeDocConcentration; docs/architecture.md, "Learned priors").
     optimize_alpha: bool = False
-    #: With ``optimize_alpha`` in SCVB0, CVB0 and CVB: learn α's total α0 as well; without
-    #: it α0 stays K·``alpha`` and the fixed point learns how it is shared among topics.
+    #: With ``optimize_alpha``: learn α's total α0 as well; without it α0 stays K·``alpha``
+    #: and the fixed point (SVB: Hoffman's step) learns how it is shared among topics.
     optimize_alpha_sum: bool = False
     #: Learn a symmetric η from the topic-word statistics, starting at ``eta``.
     optimize_eta: bool = False
@@ -517,7 +517,6 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint(
         "optimize_alpha_sum",
         bool,
-        algorithms=_SCVB0 + _CVB,
         doc="With optimize_alpha: learn α's total too (else it stays K·alpha).",
     ),
     Constraint("optimize_eta", bool, doc="Learn a symmetric η from the topic-word statistics."),

@@ -91,8 +91,8 @@ def topic_order(model: TopicModel) -> np.ndarray:
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", list(SETTINGS))
 def test_learned_alpha_recovers_the_generating_alpha(learned, algorithm):
-    """With its total learned too (optimize_alpha_sum; SVB's Newton step always learns it)."""
-    res = learned(algorithm, optimize_alpha_sum=algorithm != "svb")
+    """With its total learned too (optimize_alpha_sum)."""
+    res = learned(algorithm, optimize_alpha_sum=True)
     alpha = res.model.alpha[topic_order(res.model)]
     assert np.corrcoef(alpha, TRUE_ALPHA)[0, 1] > 0.9, alpha
     assert list(np.argsort(alpha)) == [2, 1, 0], alpha
@@ -114,14 +114,13 @@ def test_learned_alpha_recovers_the_generating_alpha(learned, algorithm):
 @pytest.mark.parametrize("algorithm", list(SETTINGS))
 def test_learned_alpha_beats_a_mis_set_symmetric_alpha_on_held_out_documents(learned, algorithm):
     """From a symmetric α = 0.3 (the data's is asymmetric, 1.0 / 0.4 / 0.15), the default
-    optimize_alpha (α's total kept at 3 · 0.3 in SCVB0, CVB0, CVB) learns the asymmetry:
-    its ordering matches the generating α's and the held-out score rises."""
+    optimize_alpha (α's total kept at 3 · 0.3 in every mode) learns the asymmetry: its
+    ordering matches the generating α's and the held-out score rises."""
     fixed = learned(algorithm, optimize_alpha=False)
     res = learned(algorithm)
     alpha = res.model.alpha[topic_order(res.model)]
     assert list(np.argsort(alpha)) == [2, 1, 0], alpha
-    if algorithm != "svb":
-        assert alpha.sum() == pytest.approx(0.9, rel=1e-9)
+    assert alpha.sum() == pytest.approx(0.9, rel=1e-9)
     gain = res.evaluations[-1]["heldout_loglik"] - fixed.evaluations[-1]["heldout_loglik"]
     assert gain > 0.002, gain
 

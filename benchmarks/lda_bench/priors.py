@@ -6,10 +6,9 @@ given, one fit per variant, every fit holding out the run's documents
 same held-out halves:
 
 * ``fixed``: α and η as given (``--alpha``, η's default);
-* ``alpha``: ``optimize_alpha`` (an asymmetric α; its total stays K·α in SCVB0,
-  CVB0 and CVB, Hoffman's step moves it in SVB);
-* ``alpha+sum``: ``optimize_alpha`` and ``optimize_alpha_sum`` (SCVB0, CVB0, CVB: the
-  total learned too);
+* ``alpha``: ``optimize_alpha`` (an asymmetric α; its total stays K·α);
+* ``alpha+sum``: ``optimize_alpha`` and ``optimize_alpha_sum`` (the total learned
+  too);
 * ``eta``: ``optimize_eta`` (a symmetric η).
 
 Each row has the final held-out log-likelihood per token (the fit's own
@@ -44,7 +43,7 @@ VARIANTS = {
     "eta": {"optimize_eta": True},
 }
 #: Modes in which ``optimize_alpha_sum`` applies.
-ALPHA_SUM_MODES = ("scvb0", "cvb0", "cvb")
+ALPHA_SUM_MODES = ("scvb0", "cvb0", "cvb", "svb")
 DEFAULT_VARIANTS = "fixed,alpha,alpha+sum,eta"
 
 

@@ -1214,7 +1214,7 @@ def _priors_section(results):
         "",
         "Each sparklda mode with α and η as given (`fixed`, α = "
         f"{pri['alpha']:g}, η the default), with `optimize_alpha` (`alpha`: an asymmetric "
-        "α; SCVB0, CVB0 and CVB keep its total at K·α, SVB's Newton step moves it), with "
+        "α; every mode keeps its total at K·α), with "
         "`optimize_alpha` and `optimize_alpha_sum` (`alpha+sum`: the total learned too) and "
         "with `optimize_eta` (`eta`). Every fit of a corpus holds out the same documents; "
         "held-out is the final document-completion log-likelihood per token (folded in "

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import dirichlet_expectation_2d, svb_estep_block, uniform_matrix
-from ..kernels.priors import elog_theta_offsets, hoffman_alpha_step
+from ..kernels.priors import elog_theta_offsets, hoffman_alpha_step, keep_total
 from ..kernels.random import Stream
 from .base import Mode, split_extras, with_extras
 
@@ -216,6 +216,8 @@ class SVB(Mode):
             rows, offsets = split_extras(rows, p.k)
             if s_docs > 0:  # Hoffman's Newton step on the minibatch's E[log θ], scaled by ρ
                 self.alpha = hoffman_alpha_step(self.alpha, offsets / s_docs, rho)
+                if not p.optimize_alpha_sum:
+                    self.alpha = keep_total(self.alpha, p.k * p.alpha)
         if s_docs > 0:
             scale = self.corpus.n_train_docs / s_docs  # D/|S|
             lam = self.lam

@@ -92,7 +92,6 @@ def shared(spark):
 
 
 def gensim_coherence(shared, measure, top_n, **kw):
-    pytest.importorskip("gensim")
     from gensim.corpora import Dictionary
     from gensim.models.coherencemodel import CoherenceModel
 

@@ -5,7 +5,9 @@ The library never builds a SparkSession: callers pass ``spark`` or a DataFrame.
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import time
 from collections.abc import Sequence
 
@@ -21,8 +23,11 @@ from .corpus import (
     read_uci,
 )
 from .errors import CorpusError, ParamError, executor_errors
+from .execution import warm_worker
 from .inference import transform_dataframe
+from .kernels.warm import warm
 from .model import TopicModel
+from .modes import MODES
 from .params import TrainParams
 from .training import Callback, TrainResult, train
 from .warmstart import align_initial
@@ -90,6 +95,20 @@ def fit(
             if hook is not None:
                 hook(phase, counts)
 
+    # the kernels' compiled code loaded while the corpus is built: on the driver in a
+    # thread, in the workers by the job that caches the blocks (docs/architecture.md,
+    # "Startup: kernels compile once per machine")
+    mode = MODES[params.algorithm]
+    task_kernels = mode.task_kernels
+    if params.heldout_fraction or params.heldout_count:
+        task_kernels += ("inference",)
+    driver_warm = threading.Thread(
+        target=_warm_driver, args=(mode.driver_kernels, params.dtype), daemon=True
+    )
+    driver_warm.start()
+    extra = {}
+    if build is build_corpus:
+        extra["warm"] = functools.partial(warm_worker, task_kernels, params.dtype)
     corpus = build(
         source,
         minibatch_size=params.minibatch_size,
@@ -99,7 +118,9 @@ def fit(
         parts_per_slice=params.parts_per_slice or None,
         dtype=np.dtype(params.dtype),
         on_phase=on_phase,
+        **extra,
     )
+    driver_warm.join()
     try:
         for cb in callbacks:
             hook = getattr(cb, "on_corpus", None)
@@ -115,6 +136,13 @@ def fit(
         corpus.unpersist()
     result.report["corpus_build_seconds"] = build_seconds
     return result
+
+
+def _warm_driver(names: tuple[str, ...], dtype: str) -> None:
+    try:
+        log.debug("driver kernels loaded in %.2f s", warm(names, dtype))
+    except Exception:  # a failure here shows again, with its context, where the kernel runs
+        log.debug("loading the driver's kernels ahead of training failed", exc_info=True)
 
 
 def uses_dataframes(source: DocSource, params: TrainParams) -> bool:

@@ -983,6 +983,7 @@ def build_corpus(
     parts_per_slice: int | None = None,
     dtype=np.float32,
     on_phase: PhaseHook | None = None,
+    warm: Callable[[], object] | None = None,
 ) -> Corpus:
     """Validate, hold out whole documents and cache the training blocks.
 
@@ -998,6 +999,9 @@ def build_corpus(
         default parallelism.
     on_phase : called as ``on_phase(phase, counts)`` when a phase of the building
         starts and ends (:data:`BUILD_PHASES`), for live progress.
+    warm : called once in every task of the job that caches the blocks, before it
+        measures them: the Python workers that run the rounds load the kernels
+        there (docs/architecture.md, "Startup: kernels compile once per machine").
     """
     _check_params(
         "build_corpus",
@@ -1052,7 +1056,14 @@ def build_corpus(
                 .setName("sparklda training blocks")
                 .persist(StorageLevel.MEMORY_ONLY)
             )
-            per_part = train.map(lambda b: (b.n_docs, b.n_tokens, b.nnz, b.nbytes())).collect()
+
+            def measure(blocks):
+                if warm is not None:
+                    warm()
+                for b in blocks:
+                    yield b.n_docs, b.n_tokens, b.nnz, b.nbytes()
+
+            per_part = train.mapPartitions(measure).collect()
             arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
             slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
             slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)

@@ -30,9 +30,20 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from .evaluation import HeldoutScore, completion_loglik
+from .kernels.warm import warm
 from .stats import TopicStats, concat_shards, merge_shard, shard_bounds, split_shards
 
 log = logging.getLogger("sparklda.execution")
+
+
+def warm_worker(names: tuple[str, ...], dtype: str) -> float:
+    """In a Python worker (a task of the corpus-building job): this module and the
+    modes imported, and the kernel groups ``names`` loaded for ``dtype``
+    (:func:`sparklda.kernels.warm.warm`), so the first round's tasks find them ready;
+    the seconds it took."""
+    import sparklda.modes  # noqa: F401  (what the rounds' pickled kernels refer to)
+
+    return warm(names, dtype)
 
 
 @dataclass

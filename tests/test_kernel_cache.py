@@ -74,3 +74,70 @@ def test_writable_looks_at_the_nearest_existing_parent(tmp_path):
     from sparklda.kernels.config import _writable
 
     assert _writable(str(tmp_path / "not" / "yet"))
+
+
+WARM_PROBE = """
+import numpy as np
+from numba.core.registry import CPUDispatcher
+import sparklda.kernels as kernels
+from sparklda.block import DocBlock
+from sparklda.corpus import heldout_block
+from sparklda.evaluation import _score_blocks
+from sparklda.kernels.scvb0 import add_scaled_rows
+from sparklda.kernels.warm import warm
+from sparklda.modes import SCVB0
+from sparklda.modes.scvb0 import scvb0_kernel
+from sparklda.stats import TopicStats
+
+def signatures():
+    out = {}
+    for mod in ("cvb0", "inference", "scvb0", "special", "svb"):
+        m = getattr(kernels, mod)
+        for name, obj in vars(m).items():
+            if isinstance(obj, CPUDispatcher):
+                out[mod + "." + name] = len(obj.signatures)
+    return out
+
+warm(SCVB0.task_kernels + SCVB0.driver_kernels + ("inference",), "float32")
+before = signatures()
+rng = np.random.default_rng(0)
+docs = [(d, np.sort(rng.choice(30, 5, replace=False)), rng.integers(1, 4, 5).astype(float))
+        for d in range(6)]
+block = DocBlock.from_docs(docs, dtype=np.float32)
+v, k = 30, 4
+value = (None, rng.random((v, k)).astype(np.float32), 1.0, np.full(k, 0.01, dtype=np.float32))
+for exclude in (True, False):
+    rows = scvb0_kernel(0, 0, np.full(k, 0.1), 0.01, 2, 1.0, 10.0, 0.9, None, False, exclude)(
+        value, block
+    )
+part = TopicStats(block.terms.astype(np.int32), rows)
+merged = TopicStats.merge_all([part, part])
+base = rng.random((v, k))
+add_scaled_rows(base, base.astype(np.float32), merged.terms, merged.rows, 0.5)
+phi = base / base.sum(0)
+_score_blocks(phi, [heldout_block(docs, 0, np.float32)], 0.1, 20, 1e-4)
+after = signatures()
+print(sorted(n for n in after if after[n] != before.get(n)))
+"""
+
+
+def test_warm_loads_what_the_rounds_then_call(tmp_path):
+    """After :func:`sparklda.kernels.warm.warm` of SCVB0's groups, the calls a round, its
+    merge, the driver's update and a held-out evaluation make add no new compiled
+    signature to any kernel: the first round finds them all loaded."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", WARM_PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_warm_refuses_an_unknown_group():
+    from sparklda.kernels.warm import warm
+
+    try:
+        warm(["scvb1"])
+    except ValueError as e:
+        assert "scvb1" in str(e) and "scvb0" in str(e)
+    else:
+        raise AssertionError("no error")

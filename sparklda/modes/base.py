@@ -58,6 +58,11 @@ class Mode:
 
     name: ClassVar[str] = "base"
     stateful: ClassVar[bool] = False
+    #: Kernel groups (:data:`sparklda.kernels.warm.WARMERS`) a round's tasks and the
+    #: driver's update call, loaded ahead of the first round (docs/architecture.md,
+    #: "Startup: kernels compile once per machine").
+    task_kernels: ClassVar[tuple[str, ...]] = ("merge",)
+    driver_kernels: ClassVar[tuple[str, ...]] = ("merge",)
 
     def __init__(self, corpus, params: TrainParams, initial_topic_word=None):
         self.corpus = corpus

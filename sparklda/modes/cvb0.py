@@ -208,6 +208,7 @@ class CVB0(Mode):
     """Batch CVB0 (Asuncion et al. 2009; Eq. 3 of Foulds et al. 2013)."""
 
     name = "cvb0"
+    task_kernels = ("cvb", "inference", "merge")
     stateful = True
     second_order = False
 

@@ -123,6 +123,8 @@ def scvb0_kernel(
 
 class SCVB0(Mode):
     name = "scvb0"
+    task_kernels = ("scvb0", "merge")
+    driver_kernels = ("merge", "scvb0_update")
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)

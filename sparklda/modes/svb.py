@@ -148,6 +148,7 @@ class SVB(Mode):
     """Online VB (Hoffman et al. 2010, Algorithm 2); batch VB with ``batch``."""
 
     name = "svb"
+    task_kernels = ("svb", "merge")
     #: Hoffman's α step is scaled by the round's ρ_t from the first round on.
     prior_waits = False
 

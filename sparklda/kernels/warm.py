@@ -1,0 +1,127 @@
+"""Loading the kernels' compiled code before it is needed (docs/architecture.md,
+"Startup: kernels compile once per machine").
+
+With numba's on-disk cache a process still pays, at its first call of each
+kernel, for reading and linking the cached machine code (a few tenths of a
+second per kernel). :func:`warm` makes those first calls on tiny inputs of the
+dtypes the real calls use, so a training run can pay them while it waits for
+something else: the driver in a thread while the corpus is built, the Python
+workers inside the corpus-building job whose workers then run the rounds.
+
+Pure numpy/numba; the names of :data:`WARMERS` are what the modes declare.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from .cvb0 import cvb0_block, cvb0_init_gamma
+from .inference import foldin_block, loglik_block
+from .scvb0 import add_scaled_rows, init_doc_stats, scatter_add_rows, scvb0_block
+from .special import dirichlet_expectation_2d
+from .svb import svb_estep_block
+
+#: the tiny block every warmer uses: two documents, three (document, term) pairs
+_INDPTR = np.array([0, 2, 3], dtype=np.int64)
+_LOCAL = np.array([0, 1, 1], dtype=np.int32)
+_COUNTS = np.array([2.0, 1.0, 3.0])
+_K = 2
+
+
+def _rows(dtype: np.dtype[Any]) -> np.ndarray:
+    return np.full((2, _K), 0.5, dtype=dtype)
+
+
+def _scvb0(dtype: np.dtype[Any]) -> None:
+    counts = _COUNTS.astype(dtype)
+    theta0 = init_doc_stats(np.full((2, _K), 0.5, dtype=dtype), np.array([3.0, 3.0]))
+    theta = np.zeros((2, _K), dtype=dtype)
+    logp0 = np.zeros((2, _K), dtype=dtype)
+    scvb0_block(
+        _INDPTR, _LOCAL, counts, _rows(dtype), theta0, 0.1, 1, theta_out=theta, logp0_out=logp0
+    )
+
+
+def _merge(dtype: np.dtype[Any]) -> None:
+    # the merge of partial rows (kernel dtype) and of merged ones (float64)
+    for rows in (_rows(dtype), _rows(np.dtype(np.float64))):
+        scatter_add_rows(np.zeros((2, _K)), np.array([0, 1]), rows)
+
+
+def _scvb0_update(dtype: np.dtype[Any]) -> None:
+    base = np.zeros((2, _K))
+    add_scaled_rows(
+        base, np.zeros((2, _K), dtype=dtype), np.array([0, 1], dtype=np.int32), base + 1.0, 0.5
+    )
+
+
+def _cvb(dtype: np.dtype[Any]) -> None:
+    gamma = cvb0_init_gamma(np.full((3, _K), 0.5, dtype=dtype))
+    nphi = np.ones((2, _K), dtype=dtype)
+    nz = np.ones(_K, dtype=dtype)
+    counts = _COUNTS.astype(dtype)
+    cvb0_block(_INDPTR, _LOCAL, counts, gamma, nphi, nz, 0.1, 0.01, 0.02)
+    var = np.zeros((2, _K), dtype=dtype)
+    cvb0_block(
+        _INDPTR,
+        _LOCAL,
+        counts,
+        gamma,
+        nphi,
+        nz,
+        0.1,
+        0.01,
+        0.02,
+        True,
+        var,
+        np.zeros(_K, dtype=dtype),
+    )
+
+
+def _svb(dtype: np.dtype[Any]) -> None:
+    elog = dirichlet_expectation_2d(np.ones((_K, 2)))
+    svb_estep_block(
+        _INDPTR,
+        _LOCAL,
+        _COUNTS.astype(dtype),
+        np.exp(elog.T).astype(dtype),
+        0.1,
+        np.ones((2, _K), dtype=dtype),
+        5,
+    )
+
+
+def _inference(dtype: np.dtype[Any]) -> None:
+    # the held-out evaluation folds in against float64 topics; CVB0's start in ``dtype``
+    for dt in {np.dtype(np.float64), dtype}:
+        phi = _rows(dt)
+        theta = foldin_block(_INDPTR, _LOCAL, _COUNTS.astype(dt), phi, 0.1, 5)
+        loglik_block(_INDPTR, _LOCAL, _COUNTS.astype(np.float32), phi, theta)
+
+
+#: what a mode may ask to have loaded: name -> the first calls, for a dtype
+WARMERS: dict[str, Callable[[np.dtype[Any]], None]] = {
+    "scvb0": _scvb0,
+    "merge": _merge,
+    "scvb0_update": _scvb0_update,
+    "cvb": _cvb,
+    "svb": _svb,
+    "inference": _inference,
+}
+
+
+def warm(names: Iterable[str], dtype: Any = np.float32) -> float:
+    """Call the kernels of each of ``names`` (keys of :data:`WARMERS`) once on tiny
+    inputs of ``dtype``, loading their cached code (or compiling it); returns the
+    seconds it took. Calling it again in the same process costs nothing."""
+    t0 = time.perf_counter()
+    dt = np.dtype(dtype)
+    for name in names:
+        if name not in WARMERS:
+            raise ValueError(f"warm: unknown kernel group {name!r}; known: {', '.join(WARMERS)}")
+        WARMERS[name](dt)
+    return time.perf_counter() - t0

@@ -105,16 +105,18 @@ def test_scvb0_exclusion_helps_on_short_documents(kos):
 
 
 @pytest.mark.slow
-def test_cvb0_improves_from_its_first_iteration(kos):
-    """The start from a fold-in against random topics: each of the first three
-    iterations gains on the held-out documents (from normalised random γ per pair
-    CVB0 made almost no progress in its first 4-5 iterations)."""
+@pytest.mark.parametrize("algorithm", ["cvb0", "cvb"])
+def test_cvb0_and_cvb_improve_from_their_first_iteration(kos, algorithm):
+    """The start from a fold-in against random topics (CVB: half of each pair's γ from
+    it, half random): each of the first three iterations gains on the held-out
+    documents (from normalised random γ per pair CVB0 and CVB made almost no progress
+    in their first 4-5 iterations)."""
     res = fit(
         kos,
-        TrainParams(algorithm="cvb0", k=50, passes=3, seed=0, heldout_count=430, eval_every=1),
+        TrainParams(algorithm=algorithm, k=50, passes=3, seed=0, heldout_count=430, eval_every=1),
     )
     scores = [e["heldout_loglik"] for e in res.evaluations[:3]]
-    print(f"\nCVB0 KOS, iterations 1-3: {scores}")
+    print(f"\n{algorithm} KOS, iterations 1-3: {scores}")
     assert scores[0] > -7.8
     assert scores[1] > scores[0] + 0.03 and scores[2] > scores[1] + 0.03
 

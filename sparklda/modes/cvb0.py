@@ -75,6 +75,9 @@ log = logging.getLogger("sparklda.modes.cvb0")
 
 #: EM iterations of the fold-in that gives each document its start (initial_gamma).
 INIT_FOLDIN_ITER = 20
+#: CVB's start: this share of each pair's γ is a random row, the rest the fold-in start
+#: (docs/architecture.md, "CVB0 and CVB: the start")
+CVB_RANDOM_SHARE = 0.5
 
 
 def pair_ids(block: DocBlock, vocab_size: int) -> np.ndarray:
@@ -92,6 +95,7 @@ def initial_gamma(
     phi=None,
     alpha=None,
     foldin: bool = True,
+    random_share: float = 0.0,
 ) -> np.ndarray:
     """γ of every pair of ``block`` at the start of training, (nnz, K).
 
@@ -103,13 +107,17 @@ def initial_gamma(
     γ_p ∝ u_{term(p)} · θ_{doc(p)}: the responsibilities a first SCVB0-like
     pass would give. γ is a function of the seed and the data only. Warm
     start: γ_p ∝ φ̂ row of the pair's term, with ``phi`` the (V, K) topics of
-    the initial model.
+    the initial model. Without ``foldin``, a normalised random row per pair; with
+    ``random_share`` s > 0, (1 − s) · the fold-in γ + s · that random row (CVB).
     """
     if phi is not None:
         return cvb0_init_gamma(np.asarray(phi[block.global_pairs()], dtype=dtype))
-    if not foldin:  # CVB: one normalised random row per (document, term) pair
-        g = uniform_matrix(seed, Stream.GAMMA_INIT, pair_ids(block, vocab_size), k, dtype)
-        return cvb0_init_gamma(g)
+    if not foldin or random_share > 0.0:  # a normalised random row per (document, term) pair
+        rand = cvb0_init_gamma(
+            uniform_matrix(seed, Stream.GAMMA_INIT, pair_ids(block, vocab_size), k, dtype)
+        )
+        if not foldin:
+            return rand
     u = uniform_matrix(seed, Stream.INIT_TERM_TOPICS, block.terms, k, dtype)
     a = DEFAULT_ALPHA if alpha is None else alpha
     theta = foldin_block(
@@ -121,12 +129,17 @@ def initial_gamma(
         INIT_FOLDIN_ITER,
     )
     docs = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
-    return cvb0_init_gamma(u[block.local] * theta[docs])
+    gamma = cvb0_init_gamma(u[block.local] * theta[docs])
+    if random_share > 0.0:
+        share = np.dtype(dtype).type(random_share)
+        gamma *= 1 - share
+        gamma += share * rand
+    return gamma
 
 
-def init_state_fn(seed, vocab_size, k, dtype, alpha=None, foldin=True):
+def init_state_fn(seed, vocab_size, k, dtype, alpha=None, foldin=True, random_share=0.0):
     def run(phi, block):
-        return initial_gamma(block, seed, vocab_size, k, dtype, phi, alpha, foldin)
+        return initial_gamma(block, seed, vocab_size, k, dtype, phi, alpha, foldin, random_share)
 
     return run
 
@@ -241,7 +254,7 @@ class CVB0(Mode):
         return normalize_topics(self.initial_topic_word, self.params.eta).astype(self.dtype)
 
     def init_state(self):
-        # CVB keeps the per-pair random start: from the fold-in start its second-order
+        # CVB: half of each pair's γ random: from the fold-in start alone its second-order
         # updates fell into a local mode on planted data (tests/test_modes.py)
         return init_state_fn(
             self.params.seed,
@@ -249,7 +262,7 @@ class CVB0(Mode):
             self.k,
             self.dtype,
             self.alpha.copy(),
-            foldin=not self.second_order,
+            random_share=CVB_RANDOM_SHARE if self.second_order else 0.0,
         )
 
     def statistics(self):

@@ -719,6 +719,10 @@ def test_priors_stage_options_section_and_merge(tmp_path, tiny_corpus):
     other = {"meta": run["meta"], "priors": {**run["priors"], "rows": other_rows}}
     both = cli.merge_into(str(base_path), other)
     assert both["priors"]["rows"] == run["priors"]["rows"] + other_rows
+    # the page names the run of each merged stage: both runs whose rows it keeps
+    assert merged["stage_runs"]["priors"]["command"] == "run.py --only priors"
+    assert [r["command"] for r in both["stage_runs"]["priors"]] == ["run.py --only priors"] * 2
+    assert report._stage_run(both, "priors")[1].startswith("Measured now with `run.py")
     base_path.write_text(json.dumps(both))
     again = cli.merge_into(str(base_path), run)
     assert again["priors"]["rows"] == other_rows + run["priors"]["rows"]

@@ -613,13 +613,25 @@ def merge_into(path: str, results: dict) -> dict:
     """The results of ``path`` with the stages this run measured added (replacing that
     stage's earlier figures); the run's command and date are listed under
     ``meta.merged``. The priors stage's rows of (corpus, mode) pairs this run did not
-    measure are kept. The quality stage's figures are not merged (run it in full)."""
+    measure are kept. The quality stage's figures are not merged (run it in full).
+    Each merged stage's run (command, date, machine) goes to ``stage_runs``, which the
+    page shows at the top of the stage's section; the priors stage lists every run
+    whose rows it keeps."""
     with open(path) as f:
         base = json.load(f)
     earlier_priors = base.get("priors")
     stages = [k for k in MERGE_KEYS if results.get(k)]
+    runs = base.setdefault("stage_runs", {})
     for key in stages:
         base[key] = results[key]
+        run = (results.get("stage_runs") or {}).get(key) or {
+            k: results["meta"].get(k) for k in ("command", "date", "machine", "run_seconds")
+        }
+        earlier = runs.get(key)
+        if key == "priors" and earlier_priors and earlier:
+            runs[key] = (earlier if isinstance(earlier, list) else [earlier]) + [run]
+        else:
+            runs[key] = run
     if "priors" in stages and earlier_priors:
         # the priors stage's rows of other corpora and modes stay (runs add up)
         new = results["priors"]

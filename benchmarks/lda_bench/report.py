@@ -1036,18 +1036,20 @@ def _memory_section(results):
 
 def _stage_run(results, stage) -> list:
     """The command, machine and date of the ``--only`` run a stage's figures come from."""
-    run = (results.get("stage_runs") or {}).get(stage)
-    if not run:
+    entry = (results.get("stage_runs") or {}).get(stage)
+    if not entry:
         return []
-    m = run.get("machine") or {}
-    load = m.get("load_average_at_start")
-    return [
-        f"Measured {run.get('date')} with `{run.get('command')}` on {m.get('cores')} cores "
-        f"({m.get('cpu')}, {m.get('master')}, driver memory {m.get('driver_memory')}"
-        + (f", load average {' / '.join(load)} at the start" if load else "")
-        + f"; the stage took {(run.get('run_seconds') or 0) / 60:.1f} min).",
-        "",
-    ]
+    lines = []
+    for run in entry if isinstance(entry, list) else [entry]:
+        m = run.get("machine") or {}
+        load = m.get("load_average_at_start")
+        lines.append(
+            f"Measured {run.get('date')} with `{run.get('command')}` on {m.get('cores')} "
+            f"cores ({m.get('cpu')}, {m.get('master')}, driver memory {m.get('driver_memory')}"
+            + (f", load average {' / '.join(load)} at the start" if load else "")
+            + f"; the stage took {(run.get('run_seconds') or 0) / 60:.1f} min)."
+        )
+    return lines + [""]
 
 
 def _tasks_section(results):
@@ -1212,6 +1214,7 @@ def _priors_section(results):
     lines = [
         "## Learned priors",
         "",
+        *_stage_run(results, "priors"),
         "Each sparklda mode with α and η as given (`fixed`, α = "
         f"{pri['alpha']:g}, η the default), with `optimize_alpha` (`alpha`: an asymmetric "
         "α; every mode keeps its total at K·α), with "

@@ -61,25 +61,10 @@ def _scvb0_update(dtype: np.dtype[Any]) -> None:
 
 def _cvb(dtype: np.dtype[Any]) -> None:
     gamma = cvb0_init_gamma(np.full((3, _K), 0.5, dtype=dtype))
-    nphi = np.ones((2, _K), dtype=dtype)
+    args = (_INDPTR, _LOCAL, _COUNTS.astype(dtype), gamma, np.ones((2, _K), dtype=dtype))
     nz = np.ones(_K, dtype=dtype)
-    counts = _COUNTS.astype(dtype)
-    cvb0_block(_INDPTR, _LOCAL, counts, gamma, nphi, nz, 0.1, 0.01, 0.02)
-    var = np.zeros((2, _K), dtype=dtype)
-    cvb0_block(
-        _INDPTR,
-        _LOCAL,
-        counts,
-        gamma,
-        nphi,
-        nz,
-        0.1,
-        0.01,
-        0.02,
-        True,
-        var,
-        np.zeros(_K, dtype=dtype),
-    )
+    cvb0_block(*args, nz, 0.1, 0.01, 0.02)  # CVB0
+    cvb0_block(*args, nz, 0.1, 0.01, 0.02, True, np.zeros((2, _K), dtype=dtype), nz * 0)  # CVB
 
 
 def _svb(dtype: np.dtype[Any]) -> None:

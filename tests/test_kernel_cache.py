@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from numba.core.registry import CPUDispatcher
 
 from sparklda.kernels.config import ensure_cache_dir
@@ -98,14 +99,18 @@ def signatures():
                 out[mod + "." + name] = len(obj.signatures)
     return out
 
-warm(SCVB0.task_kernels + SCVB0.driver_kernels + ("inference",), "float32")
+import sys
+
+import pytest
+dtype = np.dtype(sys.argv[1])
+warm(SCVB0.task_kernels + SCVB0.driver_kernels + ("inference",), dtype)
 before = signatures()
 rng = np.random.default_rng(0)
 docs = [(d, np.sort(rng.choice(30, 5, replace=False)), rng.integers(1, 4, 5).astype(float))
         for d in range(6)]
-block = DocBlock.from_docs(docs, dtype=np.float32)
+block = DocBlock.from_docs(docs, dtype=dtype)
 v, k = 30, 4
-value = (None, rng.random((v, k)).astype(np.float32), 1.0, np.full(k, 0.01, dtype=np.float32))
+value = (None, rng.random((v, k)).astype(dtype), 1.0, np.full(k, 0.01, dtype=dtype))
 for exclude in (True, False):
     rows = scvb0_kernel(0, 0, np.full(k, 0.1), 0.01, 2, 1.0, 10.0, 0.9, None, False, exclude)(
         value, block
@@ -113,21 +118,26 @@ for exclude in (True, False):
 part = TopicStats(block.terms.astype(np.int32), rows)
 merged = TopicStats.merge_all([part, part])
 base = rng.random((v, k))
-add_scaled_rows(base, base.astype(np.float32), merged.terms, merged.rows, 0.5)
+add_scaled_rows(base, base.astype(dtype), merged.terms, merged.rows, 0.5)
 phi = base / base.sum(0)
-_score_blocks(phi, [heldout_block(docs, 0, np.float32)], 0.1, 20, 1e-4)
+_score_blocks(phi, [heldout_block(docs, 0, dtype)], 0.1, 20, 1e-4)
 after = signatures()
 print(sorted(n for n in after if after[n] != before.get(n)))
 """
 
 
-def test_warm_loads_what_the_rounds_then_call(tmp_path):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_warm_loads_what_the_rounds_then_call(tmp_path, dtype):
     """After :func:`sparklda.kernels.warm.warm` of SCVB0's groups, the calls a round, its
     merge, the driver's update and a held-out evaluation make add no new compiled
     signature to any kernel: the first round finds them all loaded."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [sys.executable, "-c", WARM_PROBE], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", WARM_PROBE, dtype],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
 
@@ -135,9 +145,5 @@ def test_warm_loads_what_the_rounds_then_call(tmp_path):
 def test_warm_refuses_an_unknown_group():
     from sparklda.kernels.warm import warm
 
-    try:
+    with pytest.raises(ValueError, match="'scvb1'.*known: scvb0"):
         warm(["scvb1"])
-    except ValueError as e:
-        assert "scvb1" in str(e) and "scvb0" in str(e)
-    else:
-        raise AssertionError("no error")

@@ -89,6 +89,14 @@ def only_stages(text) -> list:
     return [s for s in STAGES if s in named]
 
 
+def stage_run(results: dict, stage: str) -> dict:
+    """The run a stage's figures in ``results`` come from: its own ``stage_runs`` entry
+    when the results were merged, else the run's command, date, machine and time."""
+    return (results.get("stage_runs") or {}).get(stage) or {
+        k: results["meta"].get(k) for k in ("command", "date", "machine", "run_seconds")
+    }
+
+
 def merge_stages(base: dict, new: dict, stages) -> dict:
     """``base`` results with the keys of ``stages`` taken from ``new``: an ``--only``
     run adds to the results already in its ``--out`` folder instead of replacing
@@ -104,9 +112,7 @@ def merge_stages(base: dict, new: dict, stages) -> dict:
             else:
                 merged.pop(key, None)
         # a merged results file (--report-only --only) carries its stages' own runs
-        runs[stage] = (new.get("stage_runs") or {}).get(stage) or {
-            k: new["meta"].get(k) for k in ("command", "date", "machine", "run_seconds")
-        }
+        runs[stage] = stage_run(new, stage)
     merged["stage_runs"] = runs
     merged.setdefault("corpora", {})
     merged.setdefault("systems", {})
@@ -624,9 +630,7 @@ def merge_into(path: str, results: dict) -> dict:
     runs = base.setdefault("stage_runs", {})
     for key in stages:
         base[key] = results[key]
-        run = (results.get("stage_runs") or {}).get(key) or {
-            k: results["meta"].get(k) for k in ("command", "date", "machine", "run_seconds")
-        }
+        run = stage_run(results, key)
         earlier = runs.get(key)
         if key == "priors" and earlier_priors and earlier:
             runs[key] = (earlier if isinstance(earlier, list) else [earlier]) + [run]

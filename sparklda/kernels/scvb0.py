@@ -101,7 +101,7 @@ def _scvb0_block(
                 else:
                     norm = lane_gamma(gamma, phi_norm[u], ntheta, alpha, n_topics)
                 inv = one / norm
-                if exclude:
+                if exclude and not last:  # this clump's γ' for the next sweep
                     gp = gprev[p - start]
                     for k in range(n_topics):
                         gp[k] = gamma[k] * inv

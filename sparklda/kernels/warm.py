@@ -64,7 +64,8 @@ def _cvb(dtype: np.dtype[Any]) -> None:
     args = (_INDPTR, _LOCAL, _COUNTS.astype(dtype), gamma, np.ones((2, _K), dtype=dtype))
     nz = np.ones(_K, dtype=dtype)
     cvb0_block(*args, nz, 0.1, 0.01, 0.02)  # CVB0
-    cvb0_block(*args, nz, 0.1, 0.01, 0.02, True, np.zeros((2, _K), dtype=dtype), nz * 0)  # CVB
+    var_phi, var_z = np.zeros((2, _K), dtype=dtype), np.zeros(_K, dtype=dtype)
+    cvb0_block(*args, nz, 0.1, 0.01, 0.02, True, var_phi, var_z)  # CVB
 
 
 def _svb(dtype: np.dtype[Any]) -> None:
@@ -81,11 +82,12 @@ def _svb(dtype: np.dtype[Any]) -> None:
 
 
 def _inference(dtype: np.dtype[Any]) -> None:
-    # the held-out evaluation folds in against float64 topics; CVB0's start in ``dtype``
+    # the held-out evaluation folds in against float64 topics (its blocks' counts in
+    # ``dtype``); CVB0's start in ``dtype``
     for dt in {np.dtype(np.float64), dtype}:
         phi = _rows(dt)
         theta = foldin_block(_INDPTR, _LOCAL, _COUNTS.astype(dt), phi, 0.1, 5)
-        loglik_block(_INDPTR, _LOCAL, _COUNTS.astype(np.float32), phi, theta)
+        loglik_block(_INDPTR, _LOCAL, _COUNTS.astype(dtype), phi, theta)
 
 
 #: what a mode may ask to have loaded: name -> the first calls, for a dtype

@@ -162,3 +162,47 @@ def block_to_bytes(block: DocBlock) -> bytes:
 
 def block_from_bytes(data: bytes) -> DocBlock:
     return DocBlock(*arrays_from_bytes(data, len(_BLOCK_FIELDS)))
+
+
+# --------------------------------------------------------------------------
+# The distinct terms of a block, as corpus building reports them to the driver
+
+
+def terms_digest(terms: np.ndarray, vocab_size: int) -> bytes:
+    """The sorted distinct ``terms`` of a block in the smaller of two forms: the int32
+    ids (``b"T"`` + ids) or a bitmap of the vocabulary (``b"B"`` + packed bits)."""
+    terms = np.asarray(terms)
+    n_bitmap = (int(vocab_size) + 7) // 8
+    if terms.size * 4 <= n_bitmap:
+        return b"T" + terms.astype("<i4").tobytes()
+    bits = np.zeros(int(vocab_size), dtype=bool)
+    bits[terms] = True
+    return b"B" + np.packbits(bits).tobytes()
+
+
+def union_bitmap(digests, vocab_size: int) -> np.ndarray:
+    """The packed bitmap (uint8, ceil(V/8) bytes) of the union of ``digests``
+    (:func:`terms_digest`; None entries are skipped)."""
+    n = (int(vocab_size) + 7) // 8
+    out = np.zeros(n, dtype=np.uint8)
+    ids = []
+    for d in digests:
+        if d is None:
+            continue
+        if d[:1] == b"B":
+            out |= np.frombuffer(d, dtype=np.uint8, offset=1, count=n)
+        elif d[:1] == b"T":
+            ids.append(np.frombuffer(d, dtype="<i4", offset=1))
+        else:
+            raise ValueError("not a terms digest")
+    if ids:
+        bits = np.zeros(int(vocab_size), dtype=bool)
+        bits[np.concatenate(ids)] = True
+        out |= np.packbits(bits)
+    return out
+
+
+def bitmap_terms(bitmap: np.ndarray, vocab_size: int) -> np.ndarray:
+    """The sorted int32 term ids set in a packed ``bitmap`` (:func:`union_bitmap`)."""
+    bits = np.unpackbits(bitmap, count=int(vocab_size))
+    return np.flatnonzero(bits).astype(np.int32)

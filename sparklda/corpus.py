@@ -30,7 +30,14 @@ from typing import Any
 import numpy as np
 from pyspark import StorageLevel
 
-from .block import DocBlock, HeldoutBlock, split_halves
+from .block import (
+    DocBlock,
+    HeldoutBlock,
+    bitmap_terms,
+    split_halves,
+    terms_digest,
+    union_bitmap,
+)
 from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
@@ -844,11 +851,22 @@ class Corpus:
     #: "rdd": ``train``/``heldout`` are RDDs of blocks; "dataframe": cached DataFrames of
     #: :data:`BLOCKS_SCHEMA` / :data:`HELDOUT_SCHEMA` (the DataFrame-only path)
     kind: str = "rdd"
+    #: (n_slices, ceil(V/8)) packed bitmaps of each slice's distinct terms (from corpus
+    #: building), or None when unknown: see :meth:`slice_terms`
+    slice_bitmaps: np.ndarray | None = None
 
     @property
     def spark(self):
         """The session of a DataFrame-path corpus (None for an RDD one: the active one)."""
         return self.train.sparkSession if self.kind == "dataframe" else None
+
+    def slice_terms(self, s: int) -> np.ndarray | None:
+        """The sorted distinct term ids (int32) of slice ``s``'s documents, or None when
+        the corpus does not know them. A round ships the state's rows of these terms
+        only (docs/architecture.md, "The round value")."""
+        if self.slice_bitmaps is None:
+            return None
+        return bitmap_terms(self.slice_bitmaps[s], self.vocab_size)
 
     def slice_partitions(self, s: int) -> list[int]:
         p = self.parts_per_slice
@@ -1057,14 +1075,17 @@ def build_corpus(
                 .persist(StorageLevel.MEMORY_ONLY)
             )
 
+            vocab_size = source.vocab_size
+
             def measure(blocks):
                 if warm is not None:
                     warm()
                 for b in blocks:
-                    yield b.n_docs, b.n_tokens, b.nnz, b.nbytes()
+                    yield b.n_docs, b.n_tokens, b.nnz, b.nbytes(), terms_digest(b.terms, vocab_size)
 
             per_part = train.mapPartitions(measure).collect()
-            arr = np.array(per_part, dtype=np.float64).reshape(n_parts, 4)
+            arr = np.array([r[:4] for r in per_part], dtype=np.float64).reshape(n_parts, 4)
+            bitmaps = slice_bitmaps([r[4] for r in per_part], n_slices, p, vocab_size)
             slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
             slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
             heldout = heldout_blocks(held_docs, seed, dtype) if held_docs is not None else None
@@ -1086,6 +1107,15 @@ def build_corpus(
         n_held,
         seed,
         minibatch_size=minibatch_size,
+        bitmaps=bitmaps,
+    )
+
+
+def slice_bitmaps(digests: list, n_slices: int, p: int, vocab_size: int) -> np.ndarray:
+    """(n_slices, ceil(V/8)) bitmaps: the union of the terms digests of each slice's
+    ``p`` blocks (``digests`` in partition order, None for a missing block)."""
+    return np.stack(
+        [union_bitmap(digests[s * p : (s + 1) * p], vocab_size) for s in range(n_slices)]
     )
 
 
@@ -1103,6 +1133,7 @@ def _corpus(
     seed,
     kind: str = "rdd",
     minibatch_size: int = 0,
+    bitmaps: np.ndarray | None = None,
 ) -> Corpus:
     """The :class:`Corpus` and its report from what either path built."""
     corpus = Corpus(
@@ -1122,6 +1153,7 @@ def _corpus(
         train_bytes=int(arr[:, 3].sum()),
         seed=seed,
         kind=kind,
+        slice_bitmaps=bitmaps,
     )
     corpus.report = {
         "documents_read": int(stats["docs"]),
@@ -1151,7 +1183,9 @@ def _corpus(
 #: Columns of a documents DataFrame (:meth:`DocSource.documents_frame`).
 DOCS_SCHEMA = "doc_id long, terms array<long>, counts array<double>"
 #: Columns of the cached training blocks of the DataFrame path (one row per block).
-BLOCKS_SCHEMA = "part int, docs long, tokens double, pairs long, nbytes long, block binary"
+BLOCKS_SCHEMA = (
+    "part int, docs long, tokens double, pairs long, nbytes long, terms binary, block binary"
+)
 #: Columns of the cached held-out blocks of the DataFrame path.
 HELDOUT_SCHEMA = "docs long, observed binary, target binary"
 
@@ -1475,7 +1509,7 @@ def _assign_parts(seed: int, n_slices: int, p: int):
     return run
 
 
-def _make_blocks(dtype):
+def _make_blocks(dtype, vocab_size: int):
     """mapInArrow over documents with ``part``, sorted by part within the partition: one
     :class:`DocBlock` per part (:data:`BLOCKS_SCHEMA`), as the RDD path builds it. A
     partition holds several parts (one per slice); each block is yielded once its
@@ -1493,6 +1527,7 @@ def _make_blocks(dtype):
                 "tokens": pa.array([block.n_tokens], pa.float64()),
                 "pairs": pa.array([block.nnz], pa.int64()),
                 "nbytes": pa.array([block.nbytes()], pa.int64()),
+                "terms": pa.array([terms_digest(block.terms, vocab_size)], pa.binary()),
                 "block": pa.array([block_to_bytes(block)], pa.binary()),
             }
         )
@@ -1693,16 +1728,19 @@ def build_corpus_frame(
                 train_docs.mapInArrow(_assign_parts(seed, n_slices, p), DOCS_SCHEMA + ", part int")
                 .repartition(p, exact_partition_column(F.col("part") % p, p))
                 .sortWithinPartitions("part")
-                .mapInArrow(_make_blocks(dtype), BLOCKS_SCHEMA),
+                .mapInArrow(_make_blocks(dtype, source.vocab_size), BLOCKS_SCHEMA),
                 spark,
             )
             try:
-                meta = train.select("part", "docs", "tokens", "pairs", "nbytes").collect()
+                meta = train.select("part", "docs", "tokens", "pairs", "nbytes", "terms").collect()
             finally:
                 restore()
             arr = np.zeros((n_parts, 4))
+            digests: list = [None] * n_parts
             for r in meta:
                 arr[int(r[0])] = (r[1], r[2], r[3], r[4])
+                digests[int(r[0])] = r[5]
+            bitmaps = slice_bitmaps(digests, n_slices, p, source.vocab_size)
             slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
             slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
             n_held = n_nonempty - n_train
@@ -1738,4 +1776,5 @@ def build_corpus_frame(
         seed,
         "dataframe",
         minibatch_size=minibatch_size,
+        bitmaps=bitmaps,
     )

@@ -100,6 +100,7 @@ def _assert_same_corpus(a, b):
             x, y = getattr(block, name), getattr(blocks_b[part], name)
             assert x.dtype == y.dtype and np.array_equal(x, y), (part, name)
     assert _heldout_ids(a) == _heldout_ids(b)
+    assert np.array_equal(a.slice_bitmaps, b.slice_bitmaps)
 
 
 CORPUS_ARGS = {"minibatch_size": 60, "heldout_count": 16, "seed": 7, "parts_per_slice": 2}
@@ -110,6 +111,32 @@ def classic_corpus(spark, docword):
     corpus = build_corpus(read_uci(spark, docword), **CORPUS_ARGS)
     yield corpus
     corpus.unpersist()
+
+
+def test_corpus_knows_each_slices_terms(classic_corpus):
+    """Corpus building reports each slice's distinct terms: the union of its blocks'."""
+    blocks = _blocks(classic_corpus)
+    p = classic_corpus.parts_per_slice
+    sizes = []
+    for s in range(classic_corpus.n_slices):
+        parts = [blocks[i].terms for i in range(s * p, (s + 1) * p) if i in blocks]
+        expected = np.unique(np.concatenate(parts))
+        got = classic_corpus.slice_terms(s)
+        assert got.dtype == np.int32 and np.array_equal(got, expected), s
+        sizes.append(len(got))
+    assert max(sizes) < classic_corpus.vocab_size
+
+
+@pytest.mark.parametrize("execution", ["classic", "dataframe"])
+def test_scvb0_rounds_ship_only_their_slice_rows(classic_fits, classic_corpus, execution):
+    """Every SCVB0 round, the first pass's included, ships N^Φ's rows of its slice's
+    terms (with those terms' int32 ids, and 1/N^Z), not the whole vocabulary's."""
+    result = classic_fits("scvb0", execution)
+    k, item = 4, 8  # K, float64
+    assert len(result.rounds) == 2 * classic_corpus.n_slices
+    for rec in result.rounds:
+        n_terms = len(classic_corpus.slice_terms(rec["slice"]))
+        assert rec["shipped_bytes"] == 4 * n_terms + (n_terms + 1) * k * item, rec["round"]
 
 
 @pytest.mark.slow

@@ -276,3 +276,24 @@ def test_normalize_topics_matches_reference(eta):
         reference.normalize_topics(vk.T.astype(np.float32), eta, topic_axis=0),
         rtol=1e-14,
     )
+
+
+@pytest.mark.parametrize("vocab_size", [5, 64, 1000, 100_003])
+def test_terms_digest_round_trips_in_both_forms(vocab_size):
+    """A block's terms reach the driver as ids or as a bitmap, whichever is smaller; the
+    union of a slice's digests is the union of its blocks' terms."""
+    from sparklda.block import bitmap_terms, terms_digest, union_bitmap
+
+    rng = np.random.default_rng(vocab_size)
+    sets = [
+        np.unique(rng.integers(0, vocab_size, size=n)).astype(np.int32)
+        for n in (0, 1, 3, vocab_size // 2, vocab_size * 2)
+    ]
+    digests = [terms_digest(t, vocab_size) for t in sets]
+    kinds = {d[:1] for d in digests}
+    assert kinds <= {b"T", b"B"} and (vocab_size < 64 or kinds == {b"T", b"B"})
+    for t, d in zip(sets, digests, strict=True):
+        assert len(d) == 1 + min(4 * len(t), (vocab_size + 7) // 8)
+        assert np.array_equal(bitmap_terms(union_bitmap([d], vocab_size), vocab_size), t)
+    union = bitmap_terms(union_bitmap([None, *digests], vocab_size), vocab_size)
+    assert np.array_equal(union, np.unique(np.concatenate(sets)))

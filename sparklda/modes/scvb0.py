@@ -143,7 +143,9 @@ class SCVB0(Mode):
         self.scale = 1.0
         self.nz = base.sum(axis=0)
         # distinct terms of each minibatch slice, learned from its first round's statistics
+        # when the corpus does not know them (Corpus.slice_terms)
         self.slice_terms: dict[int, np.ndarray] = {}
+        self.corpus_terms = getattr(corpus, "slice_bitmaps", None) is not None
 
     @property
     def w_eta(self) -> float:
@@ -154,7 +156,8 @@ class SCVB0(Mode):
         if self.seeded:
             denom = denom + self.seed_totals()
         inv_nz = (1.0 / denom).astype(self.dtype)
-        terms = self.slice_terms.get(self.slice_of_round(t))
+        s = self.slice_of_round(t)
+        terms = self.corpus.slice_terms(s) if self.corpus_terms else self.slice_terms.get(s)
         rows = self.base_cast if terms is None else self.base_cast[terms]
         return terms, rows, self.scale, inv_nz
 
@@ -192,7 +195,8 @@ class SCVB0(Mode):
                     target = keep_total(target, p.k * p.alpha)
                 self.alpha = (1.0 - rho) * self.alpha + rho * target
         if m_tokens > 0 and len(stats.terms):
-            self.slice_terms.setdefault(s, stats.terms)
+            if not self.corpus_terms:
+                self.slice_terms.setdefault(s, stats.terms)
             factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
             keep = 1.0 - rho
             if keep * self.scale < 1e-300:

@@ -873,7 +873,10 @@ class Corpus:
         return list(range(s * p, (s + 1) * p))
 
     def unpersist(self):
-        self.train.unpersist()
+        if self.kind == "dataframe":
+            release_frame(self.train)
+        else:
+            self.train.unpersist()
         if self.heldout is not None:
             self.heldout.unpersist()
 
@@ -1605,31 +1608,21 @@ def exact_partition_column(col, n: int):
     return F.element_at(keys, col.cast("int") + 1)
 
 
-def _cached_blocks(frame, spark):
-    """``frame`` persisted with one block per cached batch: a round's filter on ``part``
-    then skips the other slices' blocks by the batches' statistics without reading
-    them. The batch size is read when the cache is first built (by the caller's next
-    action), and only set while that happens; a session that may not set it (some
-    managed services restrict Spark settings) caches in the default batches, which
-    are only slower to filter."""
-    name = "spark.sql.inMemoryColumnarStorage.batchSize"
+def release_frame(frame) -> None:
+    """Free what ``frame`` holds now: its cache, and the blocks of a
+    ``localCheckpoint()`` behind it. A classic session frees the checkpointed RDD
+    (best effort: otherwise the JVM's garbage collector frees it later); under Spark
+    Connect the server frees a checkpointed relation when the client drops it."""
+    frame.unpersist()
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is None:
+        return
     try:
-        before = spark.conf.get(name, None)
-        spark.conf.set(name, "1")
-    except Exception as e:  # a managed session may refuse it: only slower
-        log.info("could not set %s (%s): the cached blocks keep the default batches", name, e)
-        return frame.persist(StorageLevel.MEMORY_AND_DISK), lambda: None
-
-    def restore():
-        try:
-            if before is None:
-                spark.conf.unset(name)
-            else:
-                spark.conf.set(name, before)
-        except Exception as e:  # pragma: no cover - set a moment ago
-            log.warning("could not restore %s: %s", name, e)
-
-    return frame.persist(StorageLevel.MEMORY_AND_DISK), restore
+        plan = jdf.queryExecution().analyzed()
+        if plan.getClass().getSimpleName() == "LogicalRDD":
+            plan.rdd().unpersist(False)
+    except Exception as e:  # pragma: no cover - another plan or JVM: freed when collected
+        log.debug("could not free the checkpoint behind a frame: %s", e)
 
 
 def _make_heldout(seed: int, dtype):
@@ -1724,17 +1717,16 @@ def build_corpus_frame(
             n_parts = n_slices * p
             # block s * p + i in partition i: a round's filter on its slice keeps p tasks,
             # one block each (docs/architecture.md, "Spark Connect path")
-            train, restore = _cached_blocks(
+            # checkpointed, not cached: a round's plan is then a scan of the checkpoint,
+            # not the whole building pipeline (docs/architecture.md, "Spark Connect path")
+            train = (
                 train_docs.mapInArrow(_assign_parts(seed, n_slices, p), DOCS_SCHEMA + ", part int")
                 .repartition(p, exact_partition_column(F.col("part") % p, p))
                 .sortWithinPartitions("part")
-                .mapInArrow(_make_blocks(dtype, source.vocab_size), BLOCKS_SCHEMA),
-                spark,
+                .mapInArrow(_make_blocks(dtype, source.vocab_size), BLOCKS_SCHEMA)
+                .localCheckpoint(eager=True)
             )
-            try:
-                meta = train.select("part", "docs", "tokens", "pairs", "nbytes", "terms").collect()
-            finally:
-                restore()
+            meta = train.select("part", "docs", "tokens", "pairs", "nbytes", "terms").collect()
             arr = np.zeros((n_parts, 4))
             digests: list = [None] * n_parts
             for r in meta:
@@ -1757,7 +1749,7 @@ def build_corpus_frame(
     except BaseException:
         for frame in (train, heldout):
             if frame is not None:
-                frame.unpersist()
+                release_frame(frame)
         raise
     finally:
         docs.unpersist()

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .block import HeldoutBlock, arrays_from_bytes, arrays_to_bytes, block_from_bytes
-from .corpus import exact_partition_column
+from .corpus import exact_partition_column, release_frame
 from .evaluation import HeldoutScore, _alpha_arg, _score_partition
 from .execution import (
     Executor,
@@ -223,6 +223,14 @@ def score_round(held: Held | None, alpha, max_iter: int, tol: float):
     return run
 
 
+def collect_rows(frame) -> list[dict]:
+    """The rows of ``frame`` as dicts, collected as Arrow (``toArrow``): a classic
+    session's ``collect()`` pickles every row on the JVM, which costs more than the
+    round's kernels when the rows carry megabytes of statistics (docs/architecture.md,
+    "Spark Connect path")."""
+    return frame.toArrow().to_pylist()
+
+
 def _output(parts: list, value, t0: float, t1: float, t2: float) -> RoundOutput:
     """A round's output: value built and routed in [t0, t1], the job in [t1, t2] (the
     value needs no release: a closure or a joined DataFrame is dropped with the plan)."""
@@ -309,9 +317,11 @@ class DataFrameExecutor(Executor):
     def _advance(self, states, value, t0: float, t1: float) -> RoundOutput:
         states = states.localCheckpoint(eager=True)
         self.checkpoints += 1
-        rows = states.select(*[c.split(" ")[0] for c in STATS_SCHEMA.split(", ")]).collect()
+        rows = collect_rows(states.select(*[c.split(" ")[0] for c in STATS_SCHEMA.split(", ")]))
         t2 = time.perf_counter()
-        self.states = states
+        old, self.states = self.states, states
+        if old is not None:  # the new states are materialized: the old ones can go
+            release_frame(old)
         self._info = {"checkpointed": True, "lineage_depth": 1}
         return _output(self._parts(rows), value, t0, t1, t2)
 
@@ -336,7 +346,7 @@ class DataFrameExecutor(Executor):
         blocks = self.corpus.train.filter(F.col("part").isin(mode.round_partitions(t)))
         frame, held = self._with_value(blocks.select("part", "block"), value)
         t1 = time.perf_counter()
-        rows = frame.mapInArrow(stateless_round(held, mode.kernel(t)), STATS_SCHEMA).collect()
+        rows = collect_rows(frame.mapInArrow(stateless_round(held, mode.kernel(t)), STATS_SCHEMA))
         t2 = time.perf_counter()
         self._info = {}
         return _output(self._parts(rows), value, t0, t1, t2)
@@ -392,4 +402,6 @@ class DataFrameExecutor(Executor):
         }
 
     def close(self) -> None:
+        if self.states is not None:
+            release_frame(self.states)
         self.states = None

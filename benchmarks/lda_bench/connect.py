@@ -70,9 +70,11 @@ def connect_server(base: str, cores: int = 2, driver_memory: str = "4g", timeout
     to ``base/connect-server.log``. Stopped by the pid of the process group it
     was started in when the block ends, also on failure.
     """
-    import pyspark
+    from pyspark.find_spark_home import _find_spark_home
 
-    spark_home = os.path.dirname(pyspark.__file__)
+    # under spark-submit, pyspark itself is imported from a zip: SPARK_HOME says where
+    # bin/spark-submit is
+    spark_home = _find_spark_home()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.makedirs(base, exist_ok=True)
     log_path = os.path.join(base, "connect-server.log")

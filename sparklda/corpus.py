@@ -42,7 +42,7 @@ from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
 from .params import BY_NAME, Constraint, check_param, default_minibatch_size
-from .storage import is_connect
+from .storage import checkpoint_frame, is_connect, persist_frame, release_frame
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class DocSource:
         cached = getattr(self, "_frame", None)
         self._frame = None
         for frame in cached[1] if cached else ():
-            frame.unpersist()
+            release_frame(frame)
 
 
 # --------------------------------------------------------------------------
@@ -878,7 +878,10 @@ class Corpus:
         else:
             self.train.unpersist()
         if self.heldout is not None:
-            self.heldout.unpersist()
+            if self.kind == "dataframe":
+                release_frame(self.heldout)
+            else:
+                self.heldout.unpersist()
 
 
 def _nonempty(d):
@@ -1353,7 +1356,7 @@ def _uci_documents_frame(line_frame, what: str, n_docs: int, n_words: int, nnz: 
     parsed = line_frame.select(F.spark_partition_id().alias("_p"), "value").mapInArrow(
         _uci_parse_frame(n_docs, n_words), _UCI_PARSED
     )
-    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = persist_frame(parsed, what)
     with executor_errors(what):
         rows = parsed.filter(F.col("doc") < 0).collect()
     summaries = [
@@ -1370,7 +1373,7 @@ def _uci_documents_frame(line_frame, what: str, n_docs: int, n_words: int, nnz: 
     try:
         _check_uci_body(what, nnz, summaries)
     except CorpusError:
-        parsed.unpersist()
+        release_frame(parsed)
         raise
     n_parts = max(1, len(summaries))
     docs = (
@@ -1608,23 +1611,6 @@ def exact_partition_column(col, n: int):
     return F.element_at(keys, col.cast("int") + 1)
 
 
-def release_frame(frame) -> None:
-    """Free what ``frame`` holds now: its cache, and the blocks of a
-    ``localCheckpoint()`` behind it. A classic session frees the checkpointed RDD
-    (best effort: otherwise the JVM's garbage collector frees it later); under Spark
-    Connect the server frees a checkpointed relation when the client drops it."""
-    frame.unpersist()
-    jdf = getattr(frame, "_jdf", None)
-    if jdf is None:
-        return
-    try:
-        plan = jdf.queryExecution().analyzed()
-        if plan.getClass().getSimpleName() == "LogicalRDD":
-            plan.rdd().unpersist(False)
-    except Exception as e:  # pragma: no cover - another plan or JVM: freed when collected
-        log.debug("could not free the checkpoint behind a frame: %s", e)
-
-
 def _make_heldout(seed: int, dtype):
     import pyarrow as pa
 
@@ -1678,7 +1664,7 @@ def build_corpus_frame(
     spark = docs.sparkSession
     p = parts_per_slice or default_parallelism(spark)
     minibatch_size = minibatch_size or default_minibatch_size(p)
-    docs = docs.persist(StorageLevel.MEMORY_AND_DISK)
+    docs = persist_frame(docs, source.what)
     train = heldout = None
     phase = on_phase or _no_phase
     try:
@@ -1719,12 +1705,12 @@ def build_corpus_frame(
             # one block each (docs/architecture.md, "Spark Connect path")
             # checkpointed, not cached: a round's plan is then a scan of the checkpoint,
             # not the whole building pipeline (docs/architecture.md, "Spark Connect path")
-            train = (
+            train = checkpoint_frame(
                 train_docs.mapInArrow(_assign_parts(seed, n_slices, p), DOCS_SCHEMA + ", part int")
                 .repartition(p, exact_partition_column(F.col("part") % p, p))
                 .sortWithinPartitions("part")
-                .mapInArrow(_make_blocks(dtype, source.vocab_size), BLOCKS_SCHEMA)
-                .localCheckpoint(eager=True)
+                .mapInArrow(_make_blocks(dtype, source.vocab_size), BLOCKS_SCHEMA),
+                "the training blocks",
             )
             meta = train.select("part", "docs", "tokens", "pairs", "nbytes", "terms").collect()
             arr = np.zeros((n_parts, 4))
@@ -1738,12 +1724,12 @@ def build_corpus_frame(
             n_held = n_nonempty - n_train
             if threshold >= 0:
                 # cached when first scored
-                heldout = (
+                heldout = persist_frame(
                     tagged.filter(F.col("held"))
                     .drop("held")
                     .repartition(p, "doc_id")
-                    .mapInArrow(_make_heldout(seed, dtype), HELDOUT_SCHEMA)
-                    .persist(StorageLevel.MEMORY_AND_DISK)
+                    .mapInArrow(_make_heldout(seed, dtype), HELDOUT_SCHEMA),
+                    "the held-out blocks",
                 )
             phase("cached", _cached_counts(arr, n_train, n_held))
     except BaseException:
@@ -1752,7 +1738,7 @@ def build_corpus_frame(
                 release_frame(frame)
         raise
     finally:
-        docs.unpersist()
+        release_frame(docs)
         source.release_frame()
     return _corpus(
         source,

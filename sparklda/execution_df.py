@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .block import HeldoutBlock, arrays_from_bytes, arrays_to_bytes, block_from_bytes
-from .corpus import exact_partition_column, release_frame
+from .corpus import exact_partition_column
 from .evaluation import HeldoutScore, _alpha_arg, _score_partition
 from .execution import (
     Executor,
@@ -40,6 +40,7 @@ from .execution import (
     value_nbytes,
 )
 from .stats import TopicStats
+from .storage import checkpoint_frame, release_frame
 
 log = logging.getLogger("sparklda.execution_df")
 
@@ -62,6 +63,22 @@ class Held:
 
     def __init__(self, value: Any):
         self.value = value
+
+
+def struct_type(schema: str):
+    """The ``StructType`` of a DDL string of ``name type`` pairs (int, long, double,
+    binary). ``mapInArrow`` given a string asks the server to parse it: one more round
+    trip a round under Spark Connect."""
+    from pyspark.sql import types as T
+
+    kinds = {
+        "int": T.IntegerType(),
+        "long": T.LongType(),
+        "double": T.DoubleType(),
+        "binary": T.BinaryType(),
+    }
+    fields = [c.strip().split(" ") for c in schema.split(",")]
+    return T.StructType([T.StructField(name, kinds[kind], True) for name, kind in fields])
 
 
 def _read_rows(batches: Iterable, held: Held | None) -> tuple[list[dict], Held]:
@@ -298,7 +315,7 @@ class DataFrameExecutor(Executor):
         frame, held = self._with_value(self._one_block_per_task(self.corpus.train), value)
         t1 = time.perf_counter()
         states = frame.mapInArrow(
-            init_round(held, mode.init_state(), mode.statistics()), STATES_SCHEMA
+            init_round(held, mode.init_state(), mode.statistics()), struct_type(STATES_SCHEMA)
         )
         return self._advance(states, value, t0, t1)
 
@@ -315,7 +332,7 @@ class DataFrameExecutor(Executor):
         return frame.select(*cols).repartition(n, exact_partition_column(F.col("part"), n))
 
     def _advance(self, states, value, t0: float, t1: float) -> RoundOutput:
-        states = states.localCheckpoint(eager=True)
+        states = checkpoint_frame(states, "the block states")
         self.checkpoints += 1
         rows = collect_rows(states.select(*[c.split(" ")[0] for c in STATS_SCHEMA.split(", ")]))
         t2 = time.perf_counter()
@@ -337,7 +354,8 @@ class DataFrameExecutor(Executor):
             t1 = time.perf_counter()
             return self._advance(
                 frame.mapInArrow(
-                    advance_round(held, mode.kernel(t), mode.statistics()), STATES_SCHEMA
+                    advance_round(held, mode.kernel(t), mode.statistics()),
+                    struct_type(STATES_SCHEMA),
                 ),
                 value,
                 t0,
@@ -346,7 +364,9 @@ class DataFrameExecutor(Executor):
         blocks = self.corpus.train.filter(F.col("part").isin(mode.round_partitions(t)))
         frame, held = self._with_value(blocks.select("part", "block"), value)
         t1 = time.perf_counter()
-        rows = collect_rows(frame.mapInArrow(stateless_round(held, mode.kernel(t)), STATS_SCHEMA))
+        rows = collect_rows(
+            frame.mapInArrow(stateless_round(held, mode.kernel(t)), struct_type(STATS_SCHEMA))
+        )
         t2 = time.perf_counter()
         self._info = {}
         return _output(self._parts(rows), value, t0, t1, t2)
@@ -366,7 +386,7 @@ class DataFrameExecutor(Executor):
         joined = self._one_block_per_task(
             self.corpus.train.select("part", "block").join(saved, "part", "left")
         )
-        states = joined.mapInArrow(restore_round(mode.statistics()), STATES_SCHEMA)
+        states = joined.mapInArrow(restore_round(mode.statistics()), struct_type(STATES_SCHEMA))
         self._advance(states, None, time.perf_counter(), time.perf_counter())
 
     # -- evaluation -------------------------------------------------------------------
@@ -384,7 +404,7 @@ class DataFrameExecutor(Executor):
         frame, held = self._with_value(heldout, np.ascontiguousarray(phi))
         rows = frame.mapInArrow(
             score_round(held, _alpha_arg(alpha), max_iter, tol),
-            "total double, tokens double, docs long",
+            struct_type("total double, tokens double, docs long"),
         ).collect()
         return HeldoutScore.from_parts(rows)
 

@@ -157,6 +157,67 @@ def test_dataframe_corpus_has_the_classic_blocks_and_split(spark, docword, class
         frame.unpersist()
 
 
+def test_dataframe_corpus_is_a_checkpoint_that_unpersist_frees(spark, docword):
+    """The DataFrame path's blocks are checkpointed: a round's plan starts from a scan of
+    them, not from the building pipeline (docs/architecture.md, "Spark Connect path"),
+    and ``Corpus.unpersist`` frees the checkpoint's blocks."""
+    frame = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
+    plan = frame.train._jdf.queryExecution().analyzed()
+    assert plan.getClass().getSimpleName() == "LogicalRDD"
+    rdd_id = plan.rdd().id()
+    persisted = spark.sparkContext._jsc.getPersistentRDDs()
+    assert persisted.containsKey(rdd_id)
+    frame.unpersist()
+    assert not spark.sparkContext._jsc.getPersistentRDDs().containsKey(rdd_id)
+
+
+class Refused(Exception):
+    """What Databricks serverless raises for the caching APIs."""
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [("persist", "unpersist"), ("persist", "unpersist", "localCheckpoint")],
+    ids=["no cache", "no cache or checkpoint"],
+)
+@pytest.mark.parametrize("alg", ["scvb0", pytest.param("cvb0", marks=pytest.mark.slow)])
+def test_dataframe_path_trains_where_the_session_refuses_caching(
+    spark, docword, classic_fits, monkeypatch, refused, alg
+):
+    """Serverless compute raises on cache()/persist()/unpersist(): the DataFrame path
+    then reads its inputs again (and without checkpoints its blocks too) and trains the
+    same model."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    def refuse(name):
+        def call(self, *args, **kwargs):
+            raise Refused(f"[NOT_SUPPORTED_WITH_SERVERLESS] {name} is not supported on serverless")
+
+        return call
+
+    for name in refused:
+        monkeypatch.setattr(DataFrame, name, refuse(name))
+    result = fit(read_uci(spark, docword), params(alg, execution="dataframe"))
+    expected = classic_fits(alg, "classic")
+    assert result.report["rounds"] == expected.report["rounds"]
+    np.testing.assert_allclose(result.model.topic_word, expected.model.topic_word, rtol=1e-6)
+
+
+def test_other_errors_of_the_caching_apis_are_not_swallowed(spark, monkeypatch):
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    from sparklda.storage import checkpoint_frame, persist_frame
+
+    def broken(self, *args, **kwargs):
+        raise Refused("the executor ran out of disk")
+
+    frame = spark.range(3)
+    for name, call in (("persist", persist_frame), ("localCheckpoint", checkpoint_frame)):
+        monkeypatch.setattr(DataFrame, name, broken)
+        with pytest.raises(Refused, match="out of disk"):
+            call(frame, "the numbers")
+
+
 def test_exact_partition_column_puts_each_value_in_its_own_partition(spark):
     """Spark's hash partitioning is pmod(murmur3(key), n): the keys chosen in Python give
     value i partition i, for any n."""

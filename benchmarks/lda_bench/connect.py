@@ -274,7 +274,9 @@ def run_connect(spark, spec, opts, results: dict, work_dir: str):
     with connect_server(os.path.join(work_dir, "connect-server"), driver_memory="4g") as url:
         server["url"] = url
         with connect_mode(True):
-            session = SparkSession.builder.remote(url).create()
+            session = (
+                SparkSession.Builder().remote(url).create()
+            )  # not the shared builder: the classic session set its master there
         try:
             with connect_mode(True):
                 source = read_uci(session, docword, vocab)

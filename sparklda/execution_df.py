@@ -286,6 +286,7 @@ class DataFrameExecutor(Executor):
         self.routes: dict[str, int] = {"closure": 0, "join": 0}
         self.checkpoints = 0
         self._info: dict = {}
+        self._slices: dict[tuple, Any] = {}  # a round's partitions -> its blocks' frame
 
     # -- the round value ------------------------------------------------------
     def _with_value(self, frame, value):
@@ -361,8 +362,14 @@ class DataFrameExecutor(Executor):
                 t0,
                 t1,
             )
-        blocks = self.corpus.train.filter(F.col("part").isin(mode.round_partitions(t)))
-        frame, held = self._with_value(blocks.select("part", "block"), value)
+        parts = tuple(mode.round_partitions(t))
+        blocks = self._slices.get(parts)
+        if blocks is None:  # kept: under Connect a frame asks the server for its schema once
+            blocks = self.corpus.train.filter(F.col("part").isin(list(parts))).select(
+                "part", "block"
+            )
+            self._slices[parts] = blocks
+        frame, held = self._with_value(blocks, value)
         t1 = time.perf_counter()
         rows = collect_rows(
             frame.mapInArrow(stateless_round(held, mode.kernel(t)), struct_type(STATS_SCHEMA))

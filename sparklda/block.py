@@ -98,12 +98,64 @@ class DocBlock:
             all_counts.astype(dtype),
         )
 
+    @staticmethod
+    def from_packed(packs, dtype=np.float32) -> DocBlock:
+        """:meth:`from_docs` of the documents of several :func:`pack_docs` packs, without a
+        Python step per document when every document's terms are sorted and distinct
+        (then the result is :meth:`from_docs`'s; otherwise it falls back to it)."""
+        packs = list(packs)
+        if not packs:
+            return DocBlock.from_docs([], dtype=dtype)
+        ids = np.concatenate([q[0] for q in packs])
+        lengths = np.concatenate([q[1] for q in packs])
+        terms = np.concatenate([q[2] for q in packs])
+        counts = np.concatenate([q[3] for q in packs])
+        starts = np.cumsum(lengths) - lengths
+        # the pairs of one document are increasing: a decrease or repeat inside a document
+        # (not at a document's first pair) needs from_docs's per-document repair
+        first = np.zeros(len(terms), dtype=bool)
+        first[starts[lengths > 0]] = True
+        if len(terms) > 1 and np.any((np.diff(terms) <= 0) & ~first[1:]):
+            docs = [
+                (int(i), terms[a : a + n], counts[a : a + n])
+                for i, a, n in zip(ids, starts, lengths, strict=True)
+            ]
+            return DocBlock.from_docs(docs, dtype=dtype)
+        order = np.argsort(ids, kind="stable")
+        ids, seg_starts, seg_lens = ids[order], starts[order], lengths[order]
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(seg_lens, out=indptr[1:])
+        gather = np.repeat(seg_starts - indptr[:-1], seg_lens) + np.arange(indptr[-1])
+        all_terms, all_counts = terms[gather], counts[gather]
+        uniq, local = np.unique(all_terms, return_inverse=True)
+        return DocBlock(
+            ids.astype(np.int64),
+            indptr,
+            uniq.astype(np.int32),
+            local.astype(np.int32).ravel(),
+            all_counts.astype(dtype),
+        )
+
     def iter_docs(self):
         """Yield (doc_id, global term ids, counts) per document."""
         g = self.global_pairs()
         for j in range(self.n_docs):
             a, b = self.indptr[j], self.indptr[j + 1]
             yield int(self.doc_ids[j]), g[a:b], self.counts[a:b]
+
+
+def pack_docs(docs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Documents ``(doc_id, term_ids, counts)`` as four arrays (ids int64, lengths int64,
+    concatenated term ids int64, concatenated counts float64): one record to shuffle
+    instead of one per document (:meth:`DocBlock.from_packed` builds the block)."""
+    docs = list(docs)
+    ids = np.fromiter((d[0] for d in docs), dtype=np.int64, count=len(docs))
+    lengths = np.fromiter((len(d[1]) for d in docs), dtype=np.int64, count=len(docs))
+    if not docs:
+        return ids, lengths, np.zeros(0, np.int64), np.zeros(0)
+    terms = np.concatenate([np.asarray(d[1], dtype=np.int64) for d in docs])
+    counts = np.concatenate([np.asarray(d[2], dtype=np.float64) for d in docs])
+    return ids, lengths, terms, counts
 
 
 @dataclass

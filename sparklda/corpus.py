@@ -34,6 +34,7 @@ from .block import (
     DocBlock,
     HeldoutBlock,
     bitmap_terms,
+    pack_docs,
     split_halves,
     terms_digest,
     union_bitmap,
@@ -1063,15 +1064,22 @@ def build_corpus(
             n_parts = n_slices * p
 
             def assign(it):
+                # one packed record per (input partition, block), not one per document:
+                # the shuffle's cost per record dominated corpus building
                 batch = list(it)
                 if not batch:
                     return iter(())
                 ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
                 parts = block_partitions(ids, seed, n_slices, p)
-                return ((int(parts[k]), d) for k, d in enumerate(batch))
+                order = np.argsort(parts, kind="stable")
+                cuts = np.flatnonzero(np.diff(parts[order])) + 1
+                return (
+                    (int(parts[g[0]]), pack_docs(batch[k] for k in g))
+                    for g in np.split(order, cuts)
+                )
 
             def make_block(it):
-                yield DocBlock.from_docs((d for _, d in it), dtype=dtype)
+                yield DocBlock.from_packed((q for _, q in it), dtype=dtype)
 
             train = (
                 train_docs.mapPartitions(assign)

@@ -176,11 +176,14 @@ class Refused(Exception):
 
 
 @pytest.mark.parametrize(
-    "refused",
-    [("persist", "unpersist"), ("persist", "unpersist", "localCheckpoint")],
-    ids=["no cache", "no cache or checkpoint"],
+    "refused, alg",
+    [
+        (("persist", "unpersist"), "scvb0"),
+        (("persist", "unpersist", "localCheckpoint"), "scvb0"),
+        pytest.param(("persist", "unpersist", "localCheckpoint"), "cvb0", marks=pytest.mark.slow),
+    ],
+    ids=["no cache", "no cache or checkpoint", "no cache or checkpoint, block states"],
 )
-@pytest.mark.parametrize("alg", ["scvb0", pytest.param("cvb0", marks=pytest.mark.slow)])
 def test_dataframe_path_trains_where_the_session_refuses_caching(
     spark, docword, classic_fits, monkeypatch, refused, alg
 ):

@@ -297,3 +297,30 @@ def test_terms_digest_round_trips_in_both_forms(vocab_size):
         assert np.array_equal(bitmap_terms(union_bitmap([d], vocab_size), vocab_size), t)
     union = bitmap_terms(union_bitmap([None, *digests], vocab_size), vocab_size)
     assert np.array_equal(union, np.unique(np.concatenate(sets)))
+
+
+@pytest.mark.parametrize("unsorted", [False, True])
+def test_block_from_packed_documents_is_from_docs(unsorted):
+    """Corpus building shuffles packs of documents; the block built from the packs, in any
+    order and split, is the block of the documents (``DocBlock.from_docs``, the reference),
+    also when a document's terms come unsorted or repeated."""
+    from sparklda.block import DocBlock, pack_docs
+
+    rng = np.random.default_rng(int(unsorted))
+    for _ in range(50):
+        docs = []
+        for doc_id in rng.permutation(40)[: rng.integers(0, 40)]:
+            n = int(rng.integers(0, 9))
+            terms = rng.choice(60, n, replace=False)
+            if not unsorted:
+                terms = np.sort(terms)
+            elif n > 1:
+                terms[1] = terms[0]
+            docs.append((int(doc_id), terms, rng.integers(1, 5, n).astype(float)))
+        k = int(rng.integers(1, 4))
+        packs = [pack_docs(docs[j::k]) for j in range(k)]
+        expected = DocBlock.from_docs(docs)
+        got = DocBlock.from_packed(packs[::-1])
+        for name in ("doc_ids", "indptr", "terms", "local", "counts"):
+            x, y = getattr(expected, name), getattr(got, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name

@@ -239,10 +239,12 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from sparklda.cli.session import DEFAULT_PROPERTIES
+
     spark = (
         SparkSession.builder.master("local[2]")
+        .config(map=DEFAULT_PROPERTIES)  # the jobs' properties
         .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "3g")
         .getOrCreate()
     )

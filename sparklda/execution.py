@@ -402,6 +402,38 @@ class Executor:
         """Release cached state (called once training ends, also after a failure)."""
 
 
+#: Task results above ``spark.task.maxDirectResultSize`` reach the driver through the
+#: block manager (a fetch after the task; the first one of a process opens a connection),
+#: which at Spark's default of 1 MiB is every round's (docs/architecture.md, "Startup").
+DIRECT_RESULT_HINT = 8 << 20
+
+
+def size_bytes(text: str) -> int:
+    """Bytes of a Spark size property (``"64m"``, ``"1g"``, ``"1048576"``; unit-less is
+    bytes, as Spark reads ``spark.task.maxDirectResultSize``)."""
+    units = {"": 0, "b": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+    units.update({f"{u}b": shift for u, shift in units.items() if u not in ("", "b")})
+    s = text.strip().lower()
+    digits = s.rstrip("kmgtb")
+    unit = s[len(digits) :]
+    if not digits.isdigit() or unit not in units:
+        raise ValueError(f"not a Spark size: {text!r}")
+    return int(digits) << units[unit]
+
+
+def direct_result_hint(value: str | None) -> str | None:
+    """The advice to log when a session's ``spark.task.maxDirectResultSize`` (None:
+    unset, Spark's 1m) makes round results take the block manager; None when it does not."""
+    if size_bytes(value or "1m") >= DIRECT_RESULT_HINT:
+        return None
+    return (
+        f"spark.task.maxDirectResultSize is {value or '1m (the default)'}: round results "
+        "of more than that go through the block manager, which costs each round a fetch "
+        "and the first round of a process a connection; sparklda's jobs set 64m "
+        "(set it when the session is built)"
+    )
+
+
 class ClassicExecutor(Executor):
     """Rounds as ``SparkContext.runJob`` on the round's partitions of the cached
     training blocks, with the round value in a broadcast variable."""
@@ -409,6 +441,9 @@ class ClassicExecutor(Executor):
     def __init__(self, corpus, checkpoint_interval: int = 0, combine: str = "auto"):
         self.corpus = corpus
         self.sc = corpus.train.context
+        hint = direct_result_hint(self.sc.getConf().get("spark.task.maxDirectResultSize"))
+        if hint:
+            log.info(hint)
         self.checkpoint_interval = int(checkpoint_interval)
         self.combine = combine
         self.checkpointer: PeriodicCheckpointer | None = None

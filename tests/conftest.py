@@ -20,8 +20,13 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from sparklda.cli.session import DEFAULT_PROPERTIES
+
+    builder = SparkSession.builder
+    for key, value in DEFAULT_PROPERTIES.items():  # the jobs' properties (64m direct results)
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("sparklda-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
+from sparklda.cli.session import DEFAULT_PROPERTIES
 from sparklda.training import Callback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -246,8 +247,7 @@ def connect_server(base, cores: int = 2, timeout: float = 180):
         "4g",
         "--conf",
         "spark.ui.enabled=false",
-        "--conf",
-        "spark.ui.showConsoleProgress=false",
+        *(a for k, v in DEFAULT_PROPERTIES.items() for a in ("--conf", f"{k}={v}")),
         "--conf",
         "spark.sql.shuffle.partitions=2",
         "--conf",

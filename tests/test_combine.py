@@ -8,11 +8,19 @@ driver receiving about one merged copy of the touched rows.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 from sparklda.api import fit
-from sparklda.execution import COMBINE_AUTO_TASKS, combine_on_executors
+from sparklda.execution import (
+    COMBINE_AUTO_TASKS,
+    ClassicExecutor,
+    combine_on_executors,
+    direct_result_hint,
+    size_bytes,
+)
 from sparklda.params import TrainParams
 from sparklda.stats import (
     TopicStats,
@@ -179,3 +187,32 @@ def test_executor_combine_is_deterministic(source, executors_run):
 @pytest.mark.parametrize("name", ["cvb0", "cvb", "svb"])
 def test_other_modes_same_model_with_executor_combine(source, executors_run, name):
     check_same_model(source, executors_run, name)
+
+
+def test_spark_sizes_parse_as_spark_reads_them():
+    assert size_bytes("64m") == 64 << 20
+    assert size_bytes("1048576") == 1 << 20
+    assert size_bytes(" 2G ") == 2 << 30
+    assert size_bytes("512k") == 512 << 10
+    with pytest.raises(ValueError, match="not a Spark size: 'lots'"):
+        size_bytes("lots")
+
+
+def test_a_session_with_small_direct_results_is_told_what_to_set(caplog):
+    """At Spark's default (1m) every round's results take a block-manager fetch: the
+    classic executor says which property to set; at the jobs' 64m it says nothing."""
+    from types import SimpleNamespace
+
+    for value, hinted in ((None, True), ("4m", True), ("64m", False)):
+        conf = SimpleNamespace(get=lambda key, v=value: v)
+        context = SimpleNamespace(getConf=lambda c=conf: c)
+        corpus = SimpleNamespace(train=SimpleNamespace(context=context))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="sparklda.execution"):
+            ClassicExecutor(corpus)
+        said = [r.getMessage() for r in caplog.records]
+        assert bool(said) == hinted, (value, said)
+        if hinted:
+            assert "spark.task.maxDirectResultSize" in said[0]
+            assert (value or "1m") in said[0]
+    assert direct_result_hint("64m") is None

@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from sparklda.api import fit
+from sparklda.cli.session import DEFAULT_PROPERTIES
 from sparklda.corpus import read_uci
 from sparklda.params import TrainParams, default_minibatch_size
 
@@ -95,8 +96,8 @@ def connect_server(base: str, cores: int = 2, driver_memory: str = "4g", timeout
         driver_memory,
         "--conf",
         "spark.ui.enabled=false",
-        "--conf",
-        "spark.ui.showConsoleProgress=false",
+        # the jobs' properties, as in the classic session (build_session)
+        *(a for k, v in DEFAULT_PROPERTIES.items() for a in ("--conf", f"{k}={v}")),
         "--conf",
         "spark.sql.shuffle.partitions=4",
         "--conf",

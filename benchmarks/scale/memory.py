@@ -37,14 +37,15 @@ def main() -> None:
 
     from sparklda.api import fit
     from sparklda.cli.generate import generate
+    from sparklda.cli.session import DEFAULT_PROPERTIES
     from sparklda.corpus import from_vectors
     from sparklda.params import TrainParams
     from sparklda.synthetic import CorpusSpec
 
     spark = (
         SparkSession.builder.master("local[2]")
+        .config(map=DEFAULT_PROPERTIES)  # the jobs' properties
         .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", args.driver_memory)
         .getOrCreate()

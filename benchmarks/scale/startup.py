@@ -42,13 +42,14 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from sparklda.api import fit
+    from sparklda.cli.session import DEFAULT_PROPERTIES
     from sparklda.corpus import read_uci
     from sparklda.params import TrainParams
 
     spark = (
         SparkSession.builder.master("local[2]")
+        .config(map=DEFAULT_PROPERTIES)  # the jobs' properties
         .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.default.parallelism", "2")
         .getOrCreate()
     )

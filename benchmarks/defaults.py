@@ -239,12 +239,13 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from sparklda.cli.session import DEFAULT_PROPERTIES
+    from sparklda import SESSION_PROPERTIES
 
     spark = (
         SparkSession.builder.master("local[2]")
-        .config(map=DEFAULT_PROPERTIES)  # the jobs' properties
+        .config(map=SESSION_PROPERTIES)  # as the jobs (round results straight to the driver)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "3g")
         .getOrCreate()
     )

@@ -7,7 +7,15 @@ Model of :mod:`sparklda.ml`) are imported on first use, so that importing
 
 from ._version import __version__
 
-__all__ = ["LDA", "LDAModel", "__version__"]
+__all__ = ["LDA", "SESSION_PROPERTIES", "LDAModel", "__version__"]
+
+#: Spark properties a session that trains with sparklda should be built with (the jobs
+#: set them): each task of a round returns a few MB of topic rows, which above
+#: ``spark.task.maxDirectResultSize`` (Spark's default: 1m) wait for a block-manager
+#: fetch after the task, the first of a process for a new connection
+#: (docs/architecture.md, "Startup"). For example
+#: ``SparkSession.builder.config(map=sparklda.SESSION_PROPERTIES)``.
+SESSION_PROPERTIES = {"spark.task.maxDirectResultSize": "64m"}
 
 _LAZY = {"LDA": "sparklda.ml", "LDAModel": "sparklda.ml"}
 

@@ -30,7 +30,6 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 import sparklda
-from sparklda.cli.session import DEFAULT_PROPERTIES
 
 from . import connect, priors, report, scale, suite
 from .suite import (
@@ -706,8 +705,9 @@ def build_session(master: str | None, driver_memory: str):
     if master:
         builder = builder.master(master)
     settings = {
-        **DEFAULT_PROPERTIES,  # the jobs' properties: round results straight to the driver
+        **sparklda.SESSION_PROPERTIES,  # as the jobs: round results straight to the driver
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": driver_memory,
         "spark.sql.shuffle.partitions": "4",
         "spark.python.worker.reuse": "true",

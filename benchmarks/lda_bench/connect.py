@@ -34,8 +34,8 @@ import time
 
 import numpy as np
 
+from sparklda import SESSION_PROPERTIES
 from sparklda.api import fit
-from sparklda.cli.session import DEFAULT_PROPERTIES
 from sparklda.corpus import read_uci
 from sparklda.params import TrainParams, default_minibatch_size
 
@@ -96,8 +96,10 @@ def connect_server(base: str, cores: int = 2, driver_memory: str = "4g", timeout
         driver_memory,
         "--conf",
         "spark.ui.enabled=false",
-        # the jobs' properties, as in the classic session (build_session)
-        *(a for k, v in DEFAULT_PROPERTIES.items() for a in ("--conf", f"{k}={v}")),
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+        # as the classic session (cli.build_session) and the jobs
+        *(a for k, v in SESSION_PROPERTIES.items() for a in ("--conf", f"{k}={v}")),
         "--conf",
         "spark.sql.shuffle.partitions=4",
         "--conf",

@@ -1137,8 +1137,9 @@ def _startup_section(results):
         "`benchmarks/scale/startup.py` in a new Python process with its own JVM: SCVB0 on "
         f"the shipped KOS sample (K={rows[0]['k']}, minibatch {rows[0]['minibatch_size']:,}, "
         "the driver merge), with the machine's numba cache (warm) and with an empty one "
-        "(cold: `NUMBA_CACHE_DIR` pointed at a new folder). Steady: the median of the "
-        "later rounds.",
+        "(cold: `NUMBA_CACHE_DIR` pointed at a new folder), in a session with the jobs' "
+        "properties (`spark.task.maxDirectResultSize=64m`: docs/architecture.md, "
+        '"Startup"). Steady: the median of the later rounds.',
         "",
         "| numba cache | rounds | first round s | its slowest kernel s | steady round s | "
         "steady kernel s | corpus building s | process s |",

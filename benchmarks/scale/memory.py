@@ -35,17 +35,18 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from sparklda import SESSION_PROPERTIES
     from sparklda.api import fit
     from sparklda.cli.generate import generate
-    from sparklda.cli.session import DEFAULT_PROPERTIES
     from sparklda.corpus import from_vectors
     from sparklda.params import TrainParams
     from sparklda.synthetic import CorpusSpec
 
     spark = (
         SparkSession.builder.master("local[2]")
-        .config(map=DEFAULT_PROPERTIES)  # the jobs' properties
+        .config(map=SESSION_PROPERTIES)  # as the jobs (round results straight to the driver)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", args.driver_memory)
         .getOrCreate()

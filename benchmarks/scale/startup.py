@@ -41,15 +41,16 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from sparklda import SESSION_PROPERTIES
     from sparklda.api import fit
-    from sparklda.cli.session import DEFAULT_PROPERTIES
     from sparklda.corpus import read_uci
     from sparklda.params import TrainParams
 
     spark = (
         SparkSession.builder.master("local[2]")
-        .config(map=DEFAULT_PROPERTIES)  # the jobs' properties
+        .config(map=SESSION_PROPERTIES)  # as the jobs (round results straight to the driver)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.default.parallelism", "2")
         .getOrCreate()
     )

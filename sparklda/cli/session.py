@@ -43,18 +43,16 @@ import sys
 import tempfile
 import zipfile
 
+from .. import SESSION_PROPERTIES
 from .config import flatten_spark_conf
 
 log = logging.getLogger("sparklda.job")
 
 DEFAULT_MASTER = "local[2]"
-#: Set unless spark-submit or the configuration says otherwise. Round results (sparse
-#: N̂^Φ rows, a few MB per task) go straight back to the driver instead of through the
-#: block manager (Spark's default cut-off is 1 MB).
-DEFAULT_PROPERTIES = {
-    "spark.ui.showConsoleProgress": "false",
-    "spark.task.maxDirectResultSize": "64m",
-}
+#: Set unless spark-submit or the configuration says otherwise: no console progress bar
+#: (it mixes with the job's output), and :data:`sparklda.SESSION_PROPERTIES` (round
+#: results straight back to the driver instead of through the block manager).
+DEFAULT_PROPERTIES = {"spark.ui.showConsoleProgress": "false", **SESSION_PROPERTIES}
 #: Properties of the driver JVM: fixed once spark-submit has started it.
 DRIVER_JVM_PROPERTIES = (
     "spark.driver.memory",

@@ -44,21 +44,11 @@ from .storage import checkpoint_frame, release_frame
 
 log = logging.getLogger("sparklda.execution_df")
 
-#: Rows of a round's partial statistics: a non-empty block's are its ``part``'s rows in
-#: ``chunk`` order, the first holding every column and the first piece of ``rows``, the
-#: others only further pieces (:data:`ROW_CHUNK_BYTES` each).
-STATS_COLUMNS = (
-    "part int, chunk int, terms binary, rows binary, tokens double, docs long, pairs long"
-)
+#: Rows of a round's partial statistics (one per non-empty block).
+STATS_COLUMNS = "part int, terms binary, rows binary, tokens double, docs long, pairs long"
 STATS_SCHEMA = STATS_COLUMNS + ", kernel_s double, stats_s double"
 #: Rows of the block states of a stateful mode (with the statistics of the state).
 STATES_SCHEMA = "block binary, state binary, " + STATS_SCHEMA
-#: Bytes of ``rows`` per row of a stateless round's statistics. One binary value of
-#: megabytes crosses from the Python worker to the client slower than the same bytes in
-#: pieces: a trivial mapInArrow returning 2 x 8 MB took 0.40 s (classic) and 0.37 s
-#: (Spark Connect) as one value per task, 0.26 s in 256 KiB pieces (docs/architecture.md,
-#: "Spark Connect path").
-ROW_CHUNK_BYTES = 256 << 10
 #: Bytes of one row of a round value sent by the broadcast-join route.
 CHUNK_BYTES = 32 << 20
 #: Round values up to this many bytes travel in the closure (docs/architecture.md,
@@ -120,7 +110,6 @@ def _read_rows(batches: Iterable, held: Held | None) -> tuple[list[dict], Held]:
 def _stats_row(part: int, stats: TopicStats) -> dict:
     return {
         "part": part,
-        "chunk": 0,
         "terms": arrays_to_bytes([stats.terms]),
         "rows": arrays_to_bytes([stats.rows]),
         "tokens": float(stats.extra["tokens"]),
@@ -129,20 +118,6 @@ def _stats_row(part: int, stats: TopicStats) -> dict:
         "kernel_s": float(stats.timings["kernel"]),
         "stats_s": float(stats.timings["stats"]) if "stats" in stats.timings else None,
     }
-
-
-def _stats_rows(part: int, stats: TopicStats, size: int = ROW_CHUNK_BYTES) -> list[dict]:
-    """:func:`_stats_row` with ``rows`` cut into pieces of ``size`` bytes, one row each
-    (the first row holds the other columns)."""
-    row = _stats_row(part, stats)
-    data = row["rows"]
-    if len(data) <= size:
-        return [row]
-    row["rows"] = data[:size]
-    rest = range(size, len(data), size)
-    return [row] + [
-        {"part": part, "chunk": i, "rows": data[a : a + size]} for i, a in enumerate(rest, 1)
-    ]
 
 
 def _batch(rows: list[dict], schema: str):
@@ -169,35 +144,19 @@ def stats_from_row(row) -> TopicStats:
     return TopicStats(terms, rows, extra=extra, timings=timings)
 
 
-def stats_from_rows(rows) -> list[TopicStats]:
-    """The statistics of rows of :data:`STATS_SCHEMA`, in partition order (a block's
-    pieces of ``rows`` joined in chunk order)."""
-    pieces: dict[int, list[dict]] = {}
-    for r in rows:
-        pieces.setdefault(r["part"], []).append(r)
-    parts = []
-    for part in sorted(pieces):
-        first, *rest = sorted(pieces[part], key=lambda r: r["chunk"])
-        if rest:
-            first = {**first, "rows": b"".join([first["rows"], *(r["rows"] for r in rest)])}
-        parts.append(stats_from_row(first))
-    return parts
-
-
 # --------------------------------------------------------------------------
 # mapInArrow functions (built from plain values; the per-block work is execution's)
 
 
-def stateless_round(
-    held: Held | None, kernel: Callable, chunk_bytes: int = ROW_CHUNK_BYTES
-) -> Callable[[Iterable], Iterator]:
+def stateless_round(held: Held | None, kernel: Callable) -> Callable[[Iterable], Iterator]:
     def run(batches):
         rows, source = _read_rows(batches, held)
         out = []
         for r in rows:
             block = block_from_bytes(r["block"])
-            for st in stateless_partition(source, kernel)([block]):
-                out.extend(_stats_rows(r["part"], st, chunk_bytes))
+            out.extend(
+                _stats_row(r["part"], st) for st in stateless_partition(source, kernel)([block])
+            )
         if out:
             yield _batch(out, STATS_SCHEMA)
 
@@ -309,8 +268,6 @@ class DataFrameExecutor(Executor):
 
     ``closure_limit``: round values up to this many bytes (:func:`value_nbytes`)
     travel in the closure, larger ones by a broadcast-joined DataFrame.
-    ``row_chunk_bytes``: a stateless round's statistics come back in rows of at most
-    this many bytes of N̂^Φ rows (:data:`ROW_CHUNK_BYTES`).
     Stateful modes keep ``(block, state)`` rows in a DataFrame that every round
     replaces with ``localCheckpoint()`` (an uncut plan would carry every earlier
     round's closure, and so its round value, to the server each round), so the
@@ -318,20 +275,13 @@ class DataFrameExecutor(Executor):
     for the interface and the report.
     """
 
-    def __init__(
-        self,
-        corpus,
-        checkpoint_interval: int = 0,
-        closure_limit: int | None = None,
-        row_chunk_bytes: int = ROW_CHUNK_BYTES,
-    ):
+    def __init__(self, corpus, checkpoint_interval: int = 0, closure_limit: int | None = None):
         if getattr(corpus, "kind", "rdd") != "dataframe":
             raise ValueError("DataFrameExecutor needs a corpus built by build_corpus_frame")
         self.corpus = corpus
         self.spark = corpus.train.sparkSession
         self.checkpoint_interval = int(checkpoint_interval)
         self.closure_limit = CLOSURE_LIMIT if closure_limit is None else int(closure_limit)
-        self.row_chunk_bytes = int(row_chunk_bytes)
         self.states = None  # stateful modes: DataFrame of STATES_SCHEMA
         self.routes: dict[str, int] = {"closure": 0, "join": 0}
         self.checkpoints = 0
@@ -355,6 +305,9 @@ class DataFrameExecutor(Executor):
         ]
         chunk_frame = self.spark.createDataFrame(chunks, "_chunk int, _data binary")
         return frame.crossJoin(F.broadcast(chunk_frame)), None
+
+    def _parts(self, rows) -> list[TopicStats]:
+        return [stats_from_row(r) for r in sorted(rows, key=lambda r: r["part"])]
 
     # -- rounds -----------------------------------------------------------------
     def init_states(self, mode) -> RoundOutput:
@@ -388,7 +341,7 @@ class DataFrameExecutor(Executor):
         if old is not None:  # the new states are materialized: the old ones can go
             release_frame(old)
         self._info = {"checkpointed": True, "lineage_depth": 1}
-        return _output(stats_from_rows(rows), value, t0, t1, t2)
+        return _output(self._parts(rows), value, t0, t1, t2)
 
     def run_round(self, mode, t: int) -> RoundOutput:
         from pyspark.sql import functions as F
@@ -419,14 +372,11 @@ class DataFrameExecutor(Executor):
         frame, held = self._with_value(blocks, value)
         t1 = time.perf_counter()
         rows = collect_rows(
-            frame.mapInArrow(
-                stateless_round(held, mode.kernel(t), self.row_chunk_bytes),
-                struct_type(STATS_SCHEMA),
-            )
+            frame.mapInArrow(stateless_round(held, mode.kernel(t)), struct_type(STATS_SCHEMA))
         )
         t2 = time.perf_counter()
         self._info = {}
-        return _output(stats_from_rows(rows), value, t0, t1, t2)
+        return _output(self._parts(rows), value, t0, t1, t2)
 
     # -- checkpoints of the block states ------------------------------------------
     def save_states(self, path: str) -> None:

@@ -19,9 +19,8 @@ from sparklda.api import fit
 from sparklda.block import block_from_bytes
 from sparklda.corpus import build_corpus, build_corpus_frame, from_vectors, read_uci
 from sparklda.errors import CorpusError
-from sparklda.execution_df import DataFrameExecutor, _stats_rows, stats_from_rows
+from sparklda.execution_df import DataFrameExecutor
 from sparklda.params import TrainParams
-from sparklda.stats import TopicStats
 from sparklda.training import Callback, train
 from tests.conftest import CONNECT_MODE
 from tests.helpers import KOS_DOCWORD
@@ -321,42 +320,6 @@ def test_a_large_round_value_is_broadcast_joined(spark, docword, classic_fits, a
         expected.evaluations[-1]["heldout_loglik"],
         rtol=1e-9,
     )
-
-
-@pytest.mark.parametrize("alg", ["scvb0", "svb"])
-def test_statistics_come_back_in_pieces_and_make_the_same_model(spark, docword, classic_fits, alg):
-    """A stateless round's N̂^Φ rows come back in rows of at most ``row_chunk_bytes``
-    (one megabytes-long binary value crosses to the client slower than its pieces): cut
-    into 100-byte pieces, the model is the classic one."""
-    p = params(alg, execution="dataframe")
-    corpus = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
-    executor = DataFrameExecutor(corpus, row_chunk_bytes=100)
-    try:
-        result = train(corpus, p, executor=executor)
-    finally:
-        corpus.unpersist()
-    expected = classic_fits(alg, "classic")
-    np.testing.assert_allclose(result.model.topic_word, expected.model.topic_word, rtol=1e-6)
-
-
-def test_statistics_rows_cut_and_joined_in_any_order():
-    rng = np.random.default_rng(3)
-    stats = [
-        TopicStats(
-            np.sort(rng.choice(1000, n, replace=False)).astype(np.int32),
-            rng.random((n, 7)).astype(np.float32),
-            extra={"tokens": 5.0 * n, "docs": n, "pairs": 2 * n},
-            timings={"kernel": 0.5, "stats": 0.25},
-        )
-        for n in (0, 3, 200)
-    ]
-    rows = [r for part, st in enumerate(stats) for r in _stats_rows(part, st, 64)]
-    assert len(rows) > 3 * len(stats) and all(len(r["rows"]) <= 64 for r in rows)
-    assert all(len([r for r in rows if r["part"] == p and "terms" in r]) == 1 for p in range(3))
-    rng.shuffle(rows)
-    for got, want in zip(stats_from_rows(rows), stats, strict=True):
-        assert np.array_equal(got.terms, want.terms) and np.array_equal(got.rows, want.rows)
-        assert got.extra == want.extra and got.timings == want.timings
 
 
 class Crash(Exception):

@@ -411,10 +411,10 @@ DIRECT_RESULT_HINT = 8 << 20
 def size_bytes(text: str) -> int:
     """Bytes of a Spark size property (``"64m"``, ``"1g"``, ``"1048576"``; unit-less is
     bytes, as Spark reads ``spark.task.maxDirectResultSize``)."""
-    units = {"": 0, "b": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+    units = {"": 0, "b": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50}
     units.update({f"{u}b": shift for u, shift in units.items() if u not in ("", "b")})
     s = text.strip().lower()
-    digits = s.rstrip("kmgtb")
+    digits = s.rstrip("kmgtpb")
     unit = s[len(digits) :]
     if not digits.isdigit() or unit not in units:
         raise ValueError(f"not a Spark size: {text!r}")
@@ -423,8 +423,12 @@ def size_bytes(text: str) -> int:
 
 def direct_result_hint(value: str | None) -> str | None:
     """The advice to log when a session's ``spark.task.maxDirectResultSize`` (None:
-    unset, Spark's 1m) makes round results take the block manager; None when it does not."""
-    if size_bytes(value or "1m") >= DIRECT_RESULT_HINT:
+    unset, Spark's 1m) makes round results take the block manager; None when it does not
+    (or when it is no size this function reads: Spark checks the property itself)."""
+    try:
+        if size_bytes(value or "1m") >= DIRECT_RESULT_HINT:
+            return None
+    except ValueError:
         return None
     return (
         f"spark.task.maxDirectResultSize is {value or '1m (the default)'}: round results "

@@ -29,7 +29,6 @@ def spark():
         builder.master("local[2]")
         .appName("sparklda-tests")
         .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", "3g")  # one such driver per xdist worker

@@ -50,8 +50,9 @@ if spark is None:  # not on Databricks: a small local session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("sparklda-quickstart")
     if "SPARK_REMOTE" not in os.environ:  # else Spark Connect, e.g. SPARK_REMOTE=local[2]
-        # round results (a few MB a task) straight to the driver, as sparklda's jobs set it
-        builder = builder.master("local[2]").config("spark.task.maxDirectResultSize", "64m")
+        import sparklda  # its session properties: round results straight to the driver
+
+        builder = builder.master("local[2]").config(map=sparklda.SESSION_PROPERTIES)
     spark = (builder.config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")

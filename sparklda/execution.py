@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from pyspark.sql import SparkSession
 
+from . import SESSION_PROPERTIES
 from .evaluation import HeldoutScore, completion_loglik
 from .kernels.warm import warm
 from .stats import TopicStats, concat_shards, merge_shard, shard_bounds, split_shards
@@ -433,8 +434,8 @@ def direct_result_hint(value: str | None) -> str | None:
     return (
         f"spark.task.maxDirectResultSize is {value or '1m (the default)'}: round results "
         "of more than that go through the block manager, which costs each round a fetch "
-        "and the first round of a process a connection; sparklda's jobs set 64m "
-        "(set it when the session is built)"
+        "and the first round of a process a connection; build the session with "
+        f"sparklda.SESSION_PROPERTIES ({SESSION_PROPERTIES['spark.task.maxDirectResultSize']})"
     )
 
 

@@ -214,6 +214,6 @@ def test_a_session_with_small_direct_results_is_told_what_to_set(caplog):
         assert bool(said) == hinted, (value, said)
         if hinted:
             assert "spark.task.maxDirectResultSize" in said[0]
-            assert (value or "1m") in said[0]
+            assert (value or "1m") in said[0] and "sparklda.SESSION_PROPERTIES (64m)" in said[0]
     assert direct_result_hint("64m") is None
     assert direct_result_hint("1p") is None and direct_result_hint("64 MiB") is None

@@ -287,6 +287,17 @@ class DataFrameExecutor(Executor):
         self.checkpoints = 0
         self._info: dict = {}
         self._slices: dict[tuple, Any] = {}  # a round's partitions -> its blocks' frame
+        self._blocks_frame = None
+
+    def _blocks(self):
+        """``part, block`` of the cached corpus, its schema asked for once: under Spark
+        Connect every frame without a known schema costs a round trip to the server when
+        ``mapInArrow`` reads its columns, and a filter keeps its parent's known schema."""
+        if self._blocks_frame is None:
+            frame = self.corpus.train.select("part", "block")
+            frame.schema  # noqa: B018  (one analysis, kept by the frames filtered from it)
+            self._blocks_frame = frame
+        return self._blocks_frame
 
     # -- the round value ------------------------------------------------------
     def _with_value(self, frame, value):
@@ -364,10 +375,8 @@ class DataFrameExecutor(Executor):
             )
         parts = tuple(mode.round_partitions(t))
         blocks = self._slices.get(parts)
-        if blocks is None:  # kept: under Connect a frame asks the server for its schema once
-            blocks = self.corpus.train.filter(F.col("part").isin(list(parts))).select(
-                "part", "block"
-            )
+        if blocks is None:
+            blocks = self._blocks().filter(F.col("part").isin(list(parts)))
             self._slices[parts] = blocks
         frame, held = self._with_value(blocks, value)
         t1 = time.perf_counter()

@@ -743,3 +743,56 @@ def test_priors_stage_options_section_and_merge(tmp_path, tiny_corpus):
     )
     assert "| -1.500 | 0.0500 | 80 |" in text
     assert "## Learned priors" not in report.render_markdown(base, [], paths, str(tmp_path))
+
+
+class _FakeContext:
+    """What ``report._driver_memory`` reads of a SparkContext: the conf and the JVM."""
+
+    def __init__(self, conf: str | None, heap: int | None):
+        from types import SimpleNamespace as NS
+
+        self._conf = {} if conf is None else {"spark.driver.memory": conf}
+        if heap is not None:
+            runtime = NS(maxMemory=lambda: heap)
+            self._jvm = NS(java=NS(lang=NS(Runtime=NS(getRuntime=lambda: runtime))))
+
+    def getConf(self):
+        from types import SimpleNamespace as NS
+
+        return NS(get=lambda key, default=None: self._conf.get(key, default))
+
+
+def test_driver_memory_is_the_jvms_not_only_the_confs():
+    """spark-submit without --driver-memory starts a 1 GiB JVM that a builder's
+    spark.driver.memory no longer changes: the report says so instead of the conf."""
+    gib = 2**30
+    assert report._driver_memory(_FakeContext("8g", int(7.1 * gib))) == "8g"
+    assert (
+        report._driver_memory(_FakeContext("8g", int(0.96 * gib)))
+        == "8g set, but the JVM's heap is 1.0 GiB"
+    )
+    assert report._driver_memory(_FakeContext("4096", int(3.6 * gib))) == "4096"  # MiB
+    assert report._driver_memory(_FakeContext(None, int(0.9 * gib))) == "1g"
+    assert report._driver_memory(_FakeContext("8g", None)) == "8g"  # no JVM to ask
+    assert report._driver_memory(_FakeContext("lots", int(gib))) == "lots"
+
+
+def test_the_report_names_how_the_run_was_started(monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    assert cli.launch_command() == "python benchmarks/run.py"
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # spark-submit's Python
+    assert cli.launch_command() == "spark-submit benchmarks/run.py"
+
+
+def test_connect_mode_hides_spark_submits_master(monkeypatch):
+    """spark-submit sets MASTER for its Python; pyspark refuses a remote session beside
+    it, so the Connect stage runs without it and gives it back."""
+    from benchmarks.lda_bench import connect
+
+    monkeypatch.setenv("MASTER", "local[*]")
+    monkeypatch.delenv(connect.CONNECT_MODE, raising=False)
+    with connect.connect_mode(True):
+        assert "MASTER" not in os.environ and os.environ[connect.CONNECT_MODE] == "1"
+    assert os.environ["MASTER"] == "local[*]" and connect.CONNECT_MODE not in os.environ
+    with connect.connect_mode(False):
+        assert os.environ["MASTER"] == "local[*]"

@@ -50,6 +50,15 @@ DEFAULT_CORPORA = "uci_kos:50,lda_newsgroups:100"
 DEFAULT_VARIANTS = "scvb0[tau_phi=100],scvb0[minibatch_size=500]"
 DEFAULT_NOTES = os.path.join(ROOT, "docs", "benchmarks", "notes.toml")
 COMMAND = "spark-submit benchmarks/run.py"
+
+
+def launch_command() -> str:
+    """How this run was started, for the report: under ``spark-submit`` (which sets
+    ``PYSPARK_GATEWAY_PORT`` for its Python) or by this Python. The driver's memory is
+    not part of it: the report gives the JVM's own (``report.machine_info``)."""
+    return COMMAND if "PYSPARK_GATEWAY_PORT" in os.environ else "python benchmarks/run.py"
+
+
 DEFAULT_CONNECT = "lda_newsgroups:100"
 #: The stages of a run, in order (--only picks some).
 STAGES = (
@@ -750,6 +759,7 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    command = launch_command()
     spark = build_session(args.master, args.driver_memory)
     try:
         packages = [BENCH_DIR]
@@ -757,7 +767,7 @@ def main(argv=None) -> int:
             packages.append(os.path.dirname(sparklda.__file__))
         ship_packages(spark, packages)
         given = list(argv if argv is not None else sys.argv[1:])
-        run(spark, args, " ".join([COMMAND] + given))
+        run(spark, args, " ".join([command] + given))
     finally:
         spark.stop()
     return 0

@@ -433,3 +433,37 @@ def test_warm_start_under_connect_remaps_the_vocabulary_as_classic(spark, connec
     assert len(remote.model.vocab) > len(old_vocab)
     assert remote.report["rounds"] == classic.report["rounds"]
     np.testing.assert_allclose(remote.model.topic_word, classic.model.topic_word, rtol=1e-6)
+
+
+def test_rounds_do_not_ask_the_server_for_schemas(connect, docword, monkeypatch):
+    """Under Connect, ``mapInArrow`` lists its input's columns, which costs a round trip
+    to the server for a frame of unknown schema: the round frames are filtered from one
+    whose schema was asked for once, so rounds ask for none (docs/architecture.md, "Spark
+    Connect path")."""
+    asked: list[int] = []
+    client = connect.client
+    schema = client.schema
+    in_round = [False]
+
+    def counting(*args, **kw):
+        if in_round[0]:
+            asked.append(1)
+        return schema(*args, **kw)
+
+    monkeypatch.setattr(client, "schema", counting)
+    run_round = DataFrameExecutor.run_round
+    blocks = DataFrameExecutor._blocks
+
+    def timed_round(self, mode, t):
+        if self._blocks_frame is None:  # the one lookup, outside the count
+            blocks(self)
+        in_round[0] = True
+        try:
+            return run_round(self, mode, t)
+        finally:
+            in_round[0] = False
+
+    monkeypatch.setattr(DataFrameExecutor, "run_round", timed_round)
+    result = fit(read_uci(connect, docword), params("scvb0", eval_every=0))
+    assert len(result.rounds) >= 4
+    assert asked == []

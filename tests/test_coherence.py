@@ -110,6 +110,7 @@ def gensim_coherence(shared, measure, top_n, **kw):
         return cm.get_coherence_per_topic()
 
 
+@pytest.mark.slow
 def test_u_mass_equals_gensim(shared):
     from sparklda.ml import LDAModel
 
@@ -123,6 +124,7 @@ def test_u_mass_equals_gensim(shared):
     assert tokens == pytest.approx(ours, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_c_npmi_with_sliding_windows_equals_gensim(shared):
     ours = shared["model"].coherence(shared["df"], "c_npmi", 10, tokens_col="words", window=10)
     expected = gensim_coherence(shared, "c_npmi", 10, window_size=10)
@@ -130,6 +132,7 @@ def test_c_npmi_with_sliding_windows_equals_gensim(shared):
     assert all(-1 <= c <= 1 for c in ours)
 
 
+@pytest.mark.slow
 def test_c_npmi_over_whole_documents_from_vectors(shared):
     """Without tokens, every document is one window: gensim's sliding window as long as the
     longest document counts the same thing."""
@@ -139,6 +142,7 @@ def test_c_npmi_over_whole_documents_from_vectors(shared):
     assert ours == pytest.approx(expected, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_a_doc_source_gives_the_dataframes_counts(spark, shared):
     model, vocab = shared["model"], shared["vocab"]
     index = {w: i for i, w in enumerate(vocab)}
@@ -156,6 +160,7 @@ def test_a_doc_source_gives_the_dataframes_counts(spark, shared):
     assert model.coherence(source, top_n=5) == pytest.approx(model.coherence(shared["df"], top_n=5))
 
 
+@pytest.mark.slow
 def test_bad_arguments_are_refused(shared):
     model, df = shared["model"], shared["df"]
     with pytest.raises(ParamError, match="'measure' parameter of coherence must be one of"):
@@ -181,6 +186,7 @@ def test_coherence_under_spark_connect(shared, connect):
     assert shared["model"].coherence(df, "u_mass", 10) == pytest.approx(classic["umass"])
 
 
+@pytest.mark.slow
 def test_corpus_coherence_scores_the_training_documents(spark):
     from sparklda.api import fit
     from sparklda.coherence import CorpusCoherence

@@ -127,6 +127,7 @@ def test_corpus_knows_each_slices_terms(classic_corpus):
     assert max(sizes) < classic_corpus.vocab_size
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("execution", ["classic", "dataframe"])
 def test_scvb0_rounds_ship_only_their_slice_rows(classic_fits, classic_corpus, execution):
     """Every SCVB0 round, the first pass's included, ships N^Φ's rows of its slice's
@@ -157,6 +158,7 @@ def test_dataframe_corpus_has_the_classic_blocks_and_split(spark, docword, class
         frame.unpersist()
 
 
+@pytest.mark.slow
 def test_dataframe_corpus_is_a_checkpoint_that_unpersist_frees(spark, docword):
     """The DataFrame path's blocks are checkpointed: a round's plan starts from a scan of
     them, not from the building pipeline (docs/architecture.md, "Spark Connect path"),
@@ -178,8 +180,8 @@ class Refused(Exception):
 @pytest.mark.parametrize(
     "refused, alg",
     [
-        (("persist", "unpersist"), "scvb0"),
-        (("persist", "unpersist", "localCheckpoint"), "scvb0"),
+        pytest.param(("persist", "unpersist"), "scvb0", marks=pytest.mark.slow),
+        pytest.param(("persist", "unpersist", "localCheckpoint"), "scvb0", marks=pytest.mark.slow),
         pytest.param(("persist", "unpersist", "localCheckpoint"), "cvb0", marks=pytest.mark.slow),
     ],
     ids=["no cache", "no cache or checkpoint", "no cache or checkpoint, block states"],

@@ -309,7 +309,11 @@ UCI_CASES = [
 ]
 
 
-@pytest.mark.parametrize("gz", [False, True], ids=["text", "gzip"])
+# the gzip variants in the full suite only: the fast subset reads gzip files in
+# test_truncated_or_corrupt_gzip_names_the_file and wherever KOS is read
+@pytest.mark.parametrize(
+    "gz", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["text", "gzip"]
+)
 @pytest.mark.parametrize(
     "header,body,message",
     UCI_CASES,

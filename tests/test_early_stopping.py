@@ -70,6 +70,7 @@ def test_ml_messages_name_the_pyspark_params():
     assert (tp.min_gain, tp.patience, tp.eval_every) == (0.05, 3, 2)
 
 
+@pytest.mark.slow
 def test_training_stops_when_the_gain_falls_below_min_gain(spark):
     source = planted_source(spark)
     params = TrainParams(

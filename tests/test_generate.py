@@ -91,6 +91,7 @@ def generated(spark, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_generated_directory_reads_back(spark, generated, tmp_path):
     df = spark.read.parquet(f"{generated}/corpus")
     assert df.columns == ["id", "features"]

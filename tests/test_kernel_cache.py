@@ -126,6 +126,7 @@ print(sorted(n for n in after if after[n] != before.get(n)))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_warm_loads_what_the_rounds_then_call(tmp_path, dtype):
     """After :func:`sparklda.kernels.warm.warm` of SCVB0's groups, the calls a round, its

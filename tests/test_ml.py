@@ -419,6 +419,7 @@ def test_training_history(spark, counted, fitted, tmp_path):
 # Persistence
 
 
+@pytest.mark.slow
 def test_model_round_trip(spark, counted, fitted, tmp_path):
     from sparklda import LDAModel
 

@@ -125,6 +125,7 @@ def test_learned_alpha_beats_a_mis_set_symmetric_alpha_on_held_out_documents(lea
     assert gain > 0.002, gain
 
 
+@pytest.mark.slow
 def test_learned_alpha_is_saved_loaded_and_used(tmp_path, spark):
     truth = true_topics()
     model = TopicModel(truth.topic_word, TRUE_ALPHA, 0.01, VOCAB)

@@ -30,6 +30,7 @@ def planted_params(**kw):
     return TrainParams(**base)
 
 
+@pytest.mark.slow
 def test_scvb0_recovers_planted_topics(spark):
     res = fit(planted_source(spark), planted_params(passes=15))
     assert_recovers_planted(res.model.topic_word)

@@ -746,15 +746,16 @@ def test_priors_stage_options_section_and_merge(tmp_path, tiny_corpus):
 
 
 class _FakeContext:
-    """What ``report._driver_memory`` reads of a SparkContext: the conf and the JVM."""
+    """What ``report._driver_memory`` reads of a SparkContext: its conf, and a JVM whose
+    maximum heap is ``heap`` (None: no JVM) and which reads sizes as ``jvm``'s Spark does."""
 
-    def __init__(self, conf: str | None, heap: int | None):
+    def __init__(self, conf: str | None, heap: int | None, jvm=None):
         from types import SimpleNamespace as NS
 
         self._conf = {} if conf is None else {"spark.driver.memory": conf}
         if heap is not None:
             runtime = NS(maxMemory=lambda: heap)
-            self._jvm = NS(java=NS(lang=NS(Runtime=NS(getRuntime=lambda: runtime))))
+            self._jvm = NS(java=NS(lang=NS(Runtime=NS(getRuntime=lambda: runtime))), org=jvm.org)
 
     def getConf(self):
         from types import SimpleNamespace as NS
@@ -762,19 +763,21 @@ class _FakeContext:
         return NS(get=lambda key, default=None: self._conf.get(key, default))
 
 
-def test_driver_memory_is_the_jvms_not_only_the_confs():
+def test_driver_memory_is_the_jvms_not_only_the_confs(spark):
     """spark-submit without --driver-memory starts a 1 GiB JVM that a builder's
     spark.driver.memory no longer changes: the report says so instead of the conf."""
-    gib = 2**30
-    assert report._driver_memory(_FakeContext("8g", int(7.1 * gib))) == "8g"
-    assert (
-        report._driver_memory(_FakeContext("8g", int(0.96 * gib)))
-        == "8g set, but the JVM's heap is 1.0 GiB"
-    )
-    assert report._driver_memory(_FakeContext("4096", int(3.6 * gib))) == "4096"  # MiB
-    assert report._driver_memory(_FakeContext(None, int(0.9 * gib))) == "1g"
-    assert report._driver_memory(_FakeContext("8g", None)) == "8g"  # no JVM to ask
-    assert report._driver_memory(_FakeContext("lots", int(gib))) == "lots"
+    gib, jvm = 2**30, spark.sparkContext._jvm
+
+    def said(conf, heap):
+        return report._driver_memory(_FakeContext(conf, heap, jvm))
+
+    assert said("8g", int(7.1 * gib)) == "8g"
+    assert said("8g", int(0.96 * gib)) == "8g set, but the JVM's heap is 1.0 GiB"
+    assert said("4096", int(3.6 * gib)) == "4096"  # unit-less: MiB, as Spark reads it
+    assert said("4096", int(0.9 * gib)) == "4096 set, but the JVM's heap is 0.9 GiB"
+    assert said(None, int(0.9 * gib)) == "1g"
+    assert said("8g", None) == "8g"  # no JVM to ask
+    assert said("lots", int(gib)) == "lots"
 
 
 def test_the_report_names_how_the_run_was_started(monkeypatch):

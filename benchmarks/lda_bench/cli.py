@@ -52,13 +52,6 @@ DEFAULT_NOTES = os.path.join(ROOT, "docs", "benchmarks", "notes.toml")
 COMMAND = "spark-submit benchmarks/run.py"
 
 
-def launch_command() -> str:
-    """How this run was started, for the report: under ``spark-submit`` (which sets
-    ``PYSPARK_GATEWAY_PORT`` for its Python) or by this Python. The driver's memory is
-    not part of it: the report gives the JVM's own (``report.machine_info``)."""
-    return COMMAND if "PYSPARK_GATEWAY_PORT" in os.environ else "python benchmarks/run.py"
-
-
 DEFAULT_CONNECT = "lda_newsgroups:100"
 #: The stages of a run, in order (--only picks some).
 STAGES = (
@@ -705,6 +698,13 @@ def ship_packages(spark, packages) -> list[str]:
         spark.sparkContext.addPyFile(path)
         paths.append(path)
     return paths
+
+
+def launch_command() -> str:
+    """How this run was started, for the report: under ``spark-submit`` (which sets
+    ``PYSPARK_GATEWAY_PORT`` for its Python) or by this Python. The driver's memory is
+    not part of it: the report gives the JVM's own (``report.machine_info``)."""
+    return COMMAND if "PYSPARK_GATEWAY_PORT" in os.environ else "python benchmarks/run.py"
 
 
 def build_session(master: str | None, driver_memory: str):

@@ -15,7 +15,6 @@ import datetime as _dt
 import json
 import os
 import platform
-import re
 import subprocess
 import tomllib
 
@@ -96,13 +95,10 @@ def _driver_memory(sc) -> str:
     conf = sc.getConf().get("spark.driver.memory", "1g")
     try:
         heap = int(sc._jvm.java.lang.Runtime.getRuntime().maxMemory())
-    except Exception:  # no gateway: the conf is all there is
+        # Spark's own reading of the property (unit-less: MiB)
+        wanted = int(sc._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsMb(conf)) << 20
+    except Exception:  # no gateway, or a value Spark does not read: the conf is all there is
         return conf
-    m = re.fullmatch(r"(\d+)([kmgt]?)b?", conf.strip().lower())
-    if m is None:
-        return conf
-    # a unit-less spark.driver.memory is in MiB
-    wanted = int(m.group(1)) << {"k": 10, "": 20, "m": 20, "g": 30, "t": 40}[m.group(2)]
     if heap >= 0.8 * wanted:  # the JVM keeps a little of -Xmx from its maximum heap
         return conf
     return f"{conf} set, but the JVM's heap is {heap / 2**30:.1f} GiB"

@@ -50,8 +50,6 @@ DEFAULT_CORPORA = "uci_kos:50,lda_newsgroups:100"
 DEFAULT_VARIANTS = "scvb0[tau_phi=100],scvb0[minibatch_size=500]"
 DEFAULT_NOTES = os.path.join(ROOT, "docs", "benchmarks", "notes.toml")
 COMMAND = "spark-submit benchmarks/run.py"
-
-
 DEFAULT_CONNECT = "lda_newsgroups:100"
 #: The stages of a run, in order (--only picks some).
 STAGES = (

@@ -49,6 +49,40 @@ def test_save_load_round_trip(tmp_path, vocab):
     assert back.metadata["rounds"] == 4
 
 
+def test_classic_save_writes_its_files_without_spark_jobs(spark, tmp_path):
+    """In a classic session a save writes its few files with Hadoop's FileSystem, not a
+    Spark job per file (about a second each: docs/architecture.md, "Saved directories"),
+    each under a hidden staging name first; a staging file left by a crash is invisible
+    to the readers."""
+    from sparklda.storage import SparkFiles
+
+    sc = spark.sparkContext
+    group = "test-classic-save"
+    sc.setJobGroup(group, "saving a model")
+    try:
+        m = small_model(v=50, k=4)
+        path = str(tmp_path / "model")
+        m.save(path)
+        files = SparkFiles(spark)
+        files.write_arrays(str(tmp_path / "arrays"), {"a": np.arange(10.0), "b": np.eye(3)})
+        assert sc.statusTracker().getJobIdsForGroup(group) == []
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    for root, _, names in os.walk(tmp_path):
+        assert not [n for n in names if n.startswith("_staging")], (root, names)
+    back = TopicModel.load(path)  # Spark's Parquet reader reads the driver-written file
+    np.testing.assert_array_equal(back.topic_word, m.topic_word)
+    arrays = files.read_arrays(str(tmp_path / "arrays"))
+    np.testing.assert_array_equal(arrays["b"], np.eye(3))
+    # a crash between writing and renaming leaves a hidden, partial file: never read
+    commits = tmp_path / "model" / "commits"
+    version = os.listdir(commits)[0]
+    (commits / version / "_staging-0123").write_text('{"version": "v0000')
+    (commits / "v000009-deadbeef").mkdir()
+    (commits / "v000009-deadbeef" / "_staging-4567").write_text('{"vers')
+    np.testing.assert_array_equal(TopicModel.load(path).topic_word, m.topic_word)
+
+
 def test_save_refuses_to_overwrite_and_is_atomic(tmp_path, monkeypatch):
     from sparklda.storage import SparkFiles
 

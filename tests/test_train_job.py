@@ -63,7 +63,7 @@ def _fake_interpreters(directory):
 
 
 @pytest.mark.slow
-def test_job_runs_by_interpreter_path_without_activated_environment(tmp_path):
+def test_job_runs_by_interpreter_path_without_activated_environment(spark, tmp_path):
     """The real entry point in its own process, started as `/path/to/python jobs/...` with
     no PYSPARK_PYTHON and another `python3` first on PATH: the local Python workers must
     run the job's own interpreter."""
@@ -99,6 +99,8 @@ def test_job_runs_by_interpreter_path_without_activated_environment(tmp_path):
     assert "corpus: 3430 documents read, 3330 to train on, 100 held out" in out.stderr
     # Spark's startup noise is hidden by default
     assert "default log4j profile" not in out.stderr and "NativeCodeLoader" not in out.stderr
+    # nor does saving print Java stack traces (Spark warns on every glob path it reads)
+    assert "Exception" not in out.stderr + out.stdout, out.stderr[-3000:]
     assert TopicModel.load(str(tmp_path / "model")).k == 5
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["final"]["heldout_documents"] == 100

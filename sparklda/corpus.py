@@ -1016,7 +1016,8 @@ def build_corpus(
     ----------
     minibatch_size : documents per round (SCVB0's |M| in documents); the
         corpus is cut into ceil(D_train / minibatch_size) slices. 0 or None:
-        :func:`sparklda.params.default_minibatch_size` of ``parts_per_slice``.
+        :func:`sparklda.params.default_minibatch_size` of ``parts_per_slice``
+        and the number of training documents.
     heldout_fraction, heldout_count : whole documents kept out of training
         for evaluation, chosen by a seeded hash of the document id (a count
         takes precedence over a fraction).
@@ -1038,7 +1039,6 @@ def build_corpus(
     )
     sc = source.rdd.context
     parts_per_slice = parts_per_slice or sc.defaultParallelism
-    minibatch_size = minibatch_size or default_minibatch_size(parts_per_slice)
 
     phase = on_phase or _no_phase
     docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
@@ -1059,6 +1059,7 @@ def build_corpus(
                     "No training documents are left after holding out documents; "
                     "lower 'heldout_fraction' or 'heldout_count'."
                 )
+            minibatch_size = minibatch_size or default_minibatch_size(parts_per_slice, n_train)
             n_slices = max(1, math.ceil(n_train / minibatch_size))
             p = parts_per_slice
             n_parts = n_slices * p
@@ -1671,7 +1672,6 @@ def build_corpus_frame(
     docs = source.documents_frame()
     spark = docs.sparkSession
     p = parts_per_slice or default_parallelism(spark)
-    minibatch_size = minibatch_size or default_minibatch_size(p)
     docs = persist_frame(docs, source.what)
     train = heldout = None
     phase = on_phase or _no_phase
@@ -1707,6 +1707,7 @@ def build_corpus_frame(
                     "No training documents are left after holding out documents; "
                     "lower 'heldout_fraction' or 'heldout_count'."
                 )
+            minibatch_size = minibatch_size or default_minibatch_size(p, n_train)
             n_slices = max(1, math.ceil(n_train / minibatch_size))
             n_parts = n_slices * p
             # block s * p + i in partition i: a round's filter on its slice keeps p tasks,

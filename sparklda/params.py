@@ -40,20 +40,30 @@ MAX_PRIOR = 1e4
 
 #: The default minibatch: at least this many documents per round ...
 MIN_DEFAULT_MINIBATCH = 2000
-#: ... and at least this many per task, so each task keeps enough documents.
+#: ... and at least this many per task, so each task keeps enough documents ...
 DEFAULT_DOCS_PER_TASK = 1000
+#: ... and, on large corpora, no more than this many rounds per pass.
+MAX_DEFAULT_ROUNDS_PER_PASS = 100
 
 
-def default_minibatch_size(tasks_per_round: int) -> int:
-    """The minibatch size when none is set: ``max(2000, 1000 × tasks_per_round)``.
+def default_minibatch_size(tasks_per_round: int, n_train_docs: int = 0) -> int:
+    """The minibatch size when none is set:
+    ``max(2000, 1000 × tasks_per_round, ceil(n_train_docs / MAX_DEFAULT_ROUNDS_PER_PASS))``.
 
     ``tasks_per_round`` is ``parts_per_slice`` (by default the cluster's default
     parallelism), so the documents per task, which set how much of a round the
-    kernel is, stay at 1000 or more as the cluster grows (docs/architecture.md,
-    "Corpus layout")."""
+    kernel is, stay at 1000 or more as the cluster grows. ``n_train_docs`` (the
+    training documents, known once the corpus is read) caps the rounds of a pass on
+    large corpora, where a round's fixed cost of Spark work would otherwise be paid
+    hundreds of times a pass; SCVB0's per-document step schedule keeps the quality of
+    a pass at that size (docs/architecture.md, "Corpus layout")."""
     if tasks_per_round < 1:
         raise ValueError(f"tasks_per_round must be at least 1, got {tasks_per_round}")
-    return max(MIN_DEFAULT_MINIBATCH, DEFAULT_DOCS_PER_TASK * int(tasks_per_round))
+    return max(
+        MIN_DEFAULT_MINIBATCH,
+        DEFAULT_DOCS_PER_TASK * int(tasks_per_round),
+        -(-max(int(n_train_docs), 0) // MAX_DEFAULT_ROUNDS_PER_PASS),
+    )
 
 
 #: The paper's ρ^Φ schedule counts minibatches of this many documents ...
@@ -106,8 +116,9 @@ class TrainParams:
     #: least one round runs; evaluation time excluded); 0 or inf = no limit.
     time_budget: float = 0.0
     #: Documents per round (|M|); the corpus is cut into minibatch slices of this size.
-    #: 0 = :func:`default_minibatch_size` of the tasks per round: 2000 (see
-    #: docs/benchmarks.md, "Minibatch size") or 1000 per task on larger clusters.
+    #: 0 = :func:`default_minibatch_size` of the tasks per round and the training
+    #: documents: 2000 (see docs/benchmarks.md, "Minibatch size"), 1000 per task on
+    #: larger clusters, and at most 100 rounds a pass on large corpora.
     minibatch_size: int = 0
     #: SCVB0 burn-in passes over each document before the accumulating pass
     #: (docs/architecture.md, "SCVB0: the token's own share").
@@ -372,7 +383,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "minibatch_size",
         int,
         0,
-        doc="Documents per round (0: max(2000, 1000 × tasks per round)).",
+        doc="Documents per round (0: max(2000, 1000 × tasks per round, training documents / 100)).",
     ),
     Constraint(
         "burnin",

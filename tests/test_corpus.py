@@ -604,3 +604,34 @@ def test_heldout_count_at_least_the_documents_fails_before_training(spark):
         "documents (20 of the 22 documents of planted corpus) to leave documents to train on."
     )
     assert recorder.corpus is None and recorder.rounds == []
+
+
+@pytest.mark.parametrize("path", ["rdd", "dataframe"])
+def test_default_minibatch_follows_the_training_documents(spark, monkeypatch, path):
+    """With ``minibatch_size`` 0 the corpus is cut for at most MAX_DEFAULT_ROUNDS_PER_PASS
+    rounds a pass, counted on the training documents (held-out ones excluded), on both
+    ways of building (the floors lowered so a small corpus shows it)."""
+    import sparklda.params as params
+    from sparklda.corpus import build_corpus_frame
+
+    monkeypatch.setattr(params, "MIN_DEFAULT_MINIBATCH", 1)
+    monkeypatch.setattr(params, "DEFAULT_DOCS_PER_TASK", 1)
+    monkeypatch.setattr(params, "MAX_DEFAULT_ROUNDS_PER_PASS", 4)
+    from pyspark.ml.linalg import Vectors
+
+    src = planted_source(spark, n_docs=90)
+    build = build_corpus
+    if path == "dataframe":
+        build = build_corpus_frame
+        rows = [
+            (int(d), Vectors.sparse(src.vocab_size, list(t), list(c)))
+            for d, t, c in src.rdd.collect()
+        ]
+        src = from_vectors(spark.createDataFrame(rows, ["id", "features"]), "features", "id")
+    corpus = build(src, minibatch_size=0, heldout_count=20, seed=2)
+    try:
+        assert corpus.n_train_docs == 70
+        assert corpus.report["minibatch_size"] == 18  # ceil(70 / 4)
+        assert corpus.n_slices == 4
+    finally:
+        corpus.unpersist()

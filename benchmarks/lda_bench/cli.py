@@ -334,6 +334,13 @@ def parser() -> argparse.ArgumentParser:
         default=0.05,
         help="MLlib's subsamplingRate (a pass is 1/rate iterations)",
     )
+    g.add_argument(
+        "--throughput-reference-minibatch",
+        type=int,
+        default=2000,
+        help="a second SCVB0 pass at this minibatch size, for quality per pass against the "
+        "default's (0 to skip)",
+    )
     g = p.add_argument_group("startup in a fresh process (the startup stage)")
     g.add_argument(
         "--startup",
@@ -508,6 +515,7 @@ def resolve_options(args):
         throughput_k=args.throughput_k,
         throughput_mllib_iters=_mllib_iters(args.throughput_mllib_iters),
         throughput_mllib_rate=args.throughput_mllib_rate,
+        throughput_reference_minibatch=args.throughput_reference_minibatch,
         startup=_startup_states(args.startup),
         startup_k=args.startup_k,
         startup_passes=args.startup_passes,

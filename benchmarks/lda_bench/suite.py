@@ -104,6 +104,7 @@ class Options:
     throughput_k: int = 100
     throughput_mllib_iters: tuple = (1, 3)
     throughput_mllib_rate: float = 0.05
+    throughput_reference_minibatch: int = 2000
     startup: list = field(default_factory=list)
     startup_k: int = 50
     startup_passes: int = 2

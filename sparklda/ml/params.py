@@ -259,7 +259,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         Params._dummy(),
         "minibatchSize",
         "Documents per round (|M| in Foulds et al. 2013). >= 0; 0 (the default): "
-        "max(2000, 1000 × tasks per round).",
+        "max(2000, 1000 × tasks per round, training documents / 100).",
         typeConverter=TypeConverters.toInt,
     )
     stepScale = Param(

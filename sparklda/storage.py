@@ -234,21 +234,19 @@ class SparkFiles:
         """``data`` as the one file ``path/name``, ``path`` a new directory (classic
         sessions). Written under a hidden name (Spark's readers skip it) and renamed when
         complete, so a reader never sees part of it."""
-        fs, jdir = self._hadoop(path)
-        if fs.exists(jdir):
+        if self.exists(path):
             raise ModelPathError(f"Cannot write {path!r}: it already exists.")
-        fs.mkdirs(jdir)
-        jvm = self.spark._jvm
-        staging = jvm.org.apache.hadoop.fs.Path(jdir, f"_staging-{uuid.uuid4().hex}")
-        out = fs.create(staging, False)
+        self.mkdirs(path)
+        staging = f"{path.rstrip('/')}/_staging-{uuid.uuid4().hex}"
+        fs, jstaging = self._hadoop(staging)
+        out = fs.create(jstaging, False)
         try:
             view = memoryview(data)
             for i in range(0, len(data), piece):
                 out.write(bytearray(view[i : i + piece]))
         finally:
             out.close()
-        if not fs.rename(staging, jvm.org.apache.hadoop.fs.Path(jdir, name)):
-            raise ModelPathError(f"Could not move the file written under {path!r} into place.")
+        self.rename(staging, f"{path.rstrip('/')}/{name}")
 
     def _read_small_files(self, directory: str) -> list[str] | None:
         """The text of every file below ``directory`` that Spark's readers would read
@@ -335,7 +333,7 @@ class SparkFiles:
                 {
                     "name": pa.array(names, pa.string()),
                     "chunk": pa.array(chunks, pa.int32()),
-                    "data": pa.array([bytes(d) for d in datas], pa.binary()),
+                    "data": pa.array(datas, pa.binary()),
                 }
             )
             out = io.BytesIO()

@@ -228,6 +228,7 @@ def run_throughput(spark, opts, results: dict):
         if rows[-1]["minibatch_size"] == reference_size:
             break  # the default is the reference size: nothing to compare
     sparklda_row, reference = rows[0], rows[1:]
+    pass_s = sparklda_row["pass_s"]
     # MLlib on the same documents, cached as its users would cache them (not timed)
     df = spark.read.parquet(os.path.join(path, "corpus"))
     df = df.repartition(spark.sparkContext.defaultParallelism * 2).persist(
@@ -265,12 +266,8 @@ def run_throughput(spark, opts, results: dict):
         "sparklda": sparklda_row,
         "reference": reference[0] if reference else None,
         "mllib": mllib_row,
-        "speedup": mllib_row["pass_s"] / sparklda_row["pass_s"]
-        if sparklda_row["pass_s"] > 0
-        else None,
-        "build_over_pass": sparklda_row["build_s"] / sparklda_row["pass_s"]
-        if sparklda_row["pass_s"] > 0
-        else None,
+        "speedup": mllib_row["pass_s"] / pass_s if pass_s > 0 else None,
+        "build_over_pass": sparklda_row["build_s"] / pass_s if pass_s > 0 else None,
     }
     return results["throughput"]
 

@@ -17,6 +17,20 @@ import numpy as np
 from .kernels.random import Stream, doc_keys
 
 
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers: by a table
+    over ``[0, max]`` (linear time) when that range is not much larger than ``values``,
+    by sorting otherwise; the same result either way."""
+    if len(values) == 0 or values.min() < 0 or values.max() > 4 * len(values) + (1 << 20):
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.ravel()
+    present = np.zeros(int(values.max()) + 1, dtype=bool)
+    present[values] = True
+    uniq = np.flatnonzero(present).astype(values.dtype)
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return uniq, rank[values]
+
+
 @dataclass
 class DocBlock:
     """Documents of one partition in clumped CSR form.
@@ -100,14 +114,14 @@ class DocBlock:
 
     @staticmethod
     def from_packed(packs, dtype=np.float32) -> DocBlock:
-        """:meth:`from_docs` of the documents of several :func:`pack_docs` packs, without a
+        """:meth:`from_docs` of the documents of several packs (:mod:`sparklda.packs`), without a
         Python step per document when every document's terms are sorted and distinct
         (then the result is :meth:`from_docs`'s; otherwise it falls back to it)."""
         packs = list(packs)
         if not packs:
             return DocBlock.from_docs([], dtype=dtype)
         ids = np.concatenate([q[0] for q in packs])
-        lengths = np.concatenate([q[1] for q in packs])
+        lengths = np.concatenate([q[1] for q in packs]).astype(np.int64)
         terms = np.concatenate([q[2] for q in packs])
         counts = np.concatenate([q[3] for q in packs])
         starts = np.cumsum(lengths) - lengths
@@ -127,7 +141,7 @@ class DocBlock:
         np.cumsum(seg_lens, out=indptr[1:])
         gather = np.repeat(seg_starts - indptr[:-1], seg_lens) + np.arange(indptr[-1])
         all_terms, all_counts = terms[gather], counts[gather]
-        uniq, local = np.unique(all_terms, return_inverse=True)
+        uniq, local = unique_inverse(all_terms)
         return DocBlock(
             ids.astype(np.int64),
             indptr,
@@ -142,20 +156,6 @@ class DocBlock:
         for j in range(self.n_docs):
             a, b = self.indptr[j], self.indptr[j + 1]
             yield int(self.doc_ids[j]), g[a:b], self.counts[a:b]
-
-
-def pack_docs(docs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Documents ``(doc_id, term_ids, counts)`` as four arrays (ids int64, lengths int64,
-    concatenated term ids int64, concatenated counts float64): one record to shuffle
-    instead of one per document (:meth:`DocBlock.from_packed` builds the block)."""
-    docs = list(docs)
-    ids = np.fromiter((d[0] for d in docs), dtype=np.int64, count=len(docs))
-    lengths = np.fromiter((len(d[1]) for d in docs), dtype=np.int64, count=len(docs))
-    if not docs:
-        return ids, lengths, np.zeros(0, np.int64), np.zeros(0)
-    terms = np.concatenate([np.asarray(d[1], dtype=np.int64) for d in docs])
-    counts = np.concatenate([np.asarray(d[2], dtype=np.float64) for d in docs])
-    return ids, lengths, terms, counts
 
 
 @dataclass

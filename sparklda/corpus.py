@@ -34,7 +34,6 @@ from .block import (
     DocBlock,
     HeldoutBlock,
     bitmap_terms,
-    pack_docs,
     split_halves,
     terms_digest,
     union_bitmap,
@@ -42,6 +41,27 @@ from .block import (
 from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
+from .packs import (
+    Pack,
+    check_packs,
+    clean_pack,
+    compact_pack,
+    concat_packs,
+    doc_of_pair,
+    docs_of_pack,
+    empty_summary,
+    group_by,
+    make_pack,
+    merge_checks,
+    n_docs,
+    pack_from_bytes,
+    pack_of,
+    pack_starts,
+    pack_to_bytes,
+    packs_of_docs,
+    segment_gather,
+    take_docs,
+)
 from .params import BY_NAME, Constraint, check_param, default_minibatch_size
 from .storage import checkpoint_frame, is_connect, persist_frame, release_frame
 
@@ -80,6 +100,10 @@ class DocSource:
     #: Under Spark Connect ``rdd`` is None and only this is set. It returns the DataFrame
     #: and the intermediate DataFrames it cached (unpersisted by :meth:`release_frame`).
     frame: Callable[[], tuple[Any, list]] | None = None
+    #: Builds an RDD of the same documents in packs (:mod:`sparklda.packs`), read without
+    #: a Python step per document (classic sessions); None: :func:`source_packs` packs
+    #: ``rdd``'s documents.
+    packs: Callable[[], Any] | None = None
 
     def documents_frame(self):
         """The documents as a DataFrame of :data:`DOCS_SCHEMA` (built once)."""
@@ -485,13 +509,17 @@ def from_vectors(
         # counts are checked, with the bad value named, by validate()
         return (row_id, *vector_to_arrays(vec, size, what, row_id, check_counts=False))
 
+    def packs():
+        frame, _ = _vector_documents_frame(df, features_col, id_col, size, what, packed=True)
+        return frame.rdd.map(lambda r: pack_from_bytes(r[0]))
+
     if id_col is not None:
         rdd = df.select(id_col, features_col).rdd.map(lambda r: to_doc(int(r[0]), r[1]))
     else:
         rdd = (
             df.select(features_col).rdd.zipWithIndex().map(lambda ri: to_doc(int(ri[1]), ri[0][0]))
         )
-    return DocSource(rdd, size, vocab, what, frame=frame)
+    return DocSource(rdd, size, vocab, what, frame=frame, packs=packs)
 
 
 def load_text_dataframe(
@@ -672,57 +700,29 @@ def from_text(
 # Validation
 
 
-def _check_partition(what, vocab_size):
+def source_packs(source: DocSource):
+    """The source's documents as an RDD of packs (:mod:`sparklda.packs`): its own
+    (:attr:`DocSource.packs`) or its documents packed per partition."""
+    from pyspark.sql.utils import is_remote
+
+    # pyspark builds a mapInArrow's function for Spark Connect whenever the process is in
+    # Connect mode (a process-wide switch), also for a classic session's DataFrame: a
+    # classic session in such a process reads row by row
+    if source.packs is not None and not is_remote():
+        return source.packs()
+    return source.rdd.mapPartitions(packs_of_docs)
+
+
+def validate_packs(packs, source: DocSource) -> dict:
+    """:func:`validate` of an RDD of the source's documents in packs."""
+    vocab_size = source.vocab_size
+
     def check(it):
-        n_docs = n_empty = nnz = 0
-        tokens = 0.0
-        problems = {}
-        max_id = -1
-        for doc_id, terms, counts in it:
-            n_docs += 1
-            max_id = max(max_id, doc_id)
-            if len(terms) == 0:
-                n_empty += 1
-                continue
-            finite = np.isfinite(counts)
-            if not finite.all():
-                problems.setdefault("non-finite", (doc_id, counts[~finite][0]))
-            elif (counts < 0).any():
-                problems.setdefault("negative", (doc_id, counts[counts < 0][0]))
-            elif (counts != np.round(counts)).any():
-                problems.setdefault("non-integer", (doc_id, counts[counts != np.round(counts)][0]))
-            bad = (terms < 0) | (terms >= vocab_size)
-            if bad.any():
-                problems.setdefault("term", (doc_id, terms[bad][0]))
-            pos = counts > 0
-            if not pos.any():
-                n_empty += 1
-                continue
-            nnz += int(pos.sum())
-            tokens += float(counts[pos].sum())
-        yield {
-            "docs": n_docs,
-            "empty": n_empty,
-            "nnz": nnz,
-            "tokens": tokens,
-            "problems": problems,
-            "max_id": max_id,
-        }
+        yield check_packs(it, vocab_size)
 
-    return check
-
-
-def _merge_checks(a, b):
-    problems = dict(b["problems"])
-    problems.update(a["problems"])
-    return {
-        "docs": a["docs"] + b["docs"],
-        "empty": a["empty"] + b["empty"],
-        "nnz": a["nnz"] + b["nnz"],
-        "tokens": a["tokens"] + b["tokens"],
-        "problems": problems,
-        "max_id": max(a["max_id"], b["max_id"]),
-    }
+    with executor_errors(source.what):
+        stats = packs.mapPartitions(check).reduce(merge_checks)
+    return check_counts(source, stats)
 
 
 def validate(source: DocSource) -> dict:
@@ -732,11 +732,7 @@ def validate(source: DocSource) -> dict:
     vocabulary; at least one non-empty document. Returns the counts
     (documents, empty documents, pairs, tokens).
     """
-    with executor_errors(source.what):
-        stats = source.rdd.mapPartitions(_check_partition(source.what, source.vocab_size)).reduce(
-            _merge_checks
-        )
-    return check_counts(source, stats)
+    return validate_packs(source_packs(source), source)
 
 
 def check_counts(source: DocSource, stats: dict) -> dict:
@@ -815,11 +811,6 @@ def heldout_block(docs, seed: int, dtype=np.float32) -> HeldoutBlock:
     return HeldoutBlock(obs, tgt)
 
 
-def clean_documents(docs):
-    """The non-empty documents, without their zero counts."""
-    return (_clean(d) for d in docs if _nonempty(d))
-
-
 # --------------------------------------------------------------------------
 # Layout
 
@@ -885,15 +876,6 @@ class Corpus:
                 self.heldout.unpersist()
 
 
-def _nonempty(d):
-    return len(d[1]) > 0 and bool((d[2] > 0).any())
-
-
-def _clean(d):
-    pos = d[2] > 0
-    return d[0], d[1][pos], d[2][pos]
-
-
 def split_documents(
     source: DocSource,
     stats: dict,
@@ -901,18 +883,38 @@ def split_documents(
     heldout_count: int | None = None,
     seed: int = 0,
 ):
-    """Drop empty documents and split the rest into (training RDD, held-out RDD).
+    """Drop empty documents and split the rest into (training RDD, held-out RDD) of
+    documents ``(doc_id, terms, counts)``.
 
     Held-out documents are chosen by a seeded hash of the document id: a
     ``heldout_count`` takes the documents with the smallest hashes, a
     ``heldout_fraction`` those whose hash falls below it. The held-out RDD is
     None when nothing is held out.
     """
+    train, held = split_packs(
+        source_packs(source), source, stats, heldout_fraction, heldout_count, seed
+    )
+    return (
+        train.flatMap(docs_of_pack),
+        held.flatMap(docs_of_pack) if held is not None else None,
+    )
+
+
+def split_packs(
+    packs,
+    source: DocSource,
+    stats: dict,
+    heldout_fraction: float = 0.0,
+    heldout_count: int | None = None,
+    seed: int = 0,
+):
+    """:func:`split_documents` of an RDD of packs: (training packs, held-out packs or
+    None), the empty documents and zero counts dropped."""
     _check_params(
         "split_documents", heldout_fraction=heldout_fraction, heldout_count=heldout_count, seed=seed
     )
     n_nonempty = stats["docs"] - stats["empty"]
-    docs_ok = source.rdd.filter(_nonempty).map(_clean)
+    clean = packs.map(clean_pack)
     threshold = -1.0
     if heldout_count:
         if heldout_count >= n_nonempty:
@@ -921,24 +923,25 @@ def split_documents(
                 f"than the number of non-empty documents ({n_nonempty} of the "
                 f"{stats['docs']} documents of {source.what}) to leave documents to train on."
             )
-        keys = docs_ok.map(lambda d: float(heldout_keys(np.array([d[0]]), seed)[0]))
+        n = heldout_count
+
+        def smallest(it):
+            keys = [heldout_keys(q[0], seed) for q in it]
+            return iter(np.sort(np.concatenate(keys))[:n].tolist() if keys else ())
+
         with executor_errors(source.what):
-            threshold = keys.takeOrdered(heldout_count)[-1]
+            threshold = clean.mapPartitions(smallest).takeOrdered(n)[-1]
     elif heldout_fraction > 0:
         threshold = float(heldout_fraction)
     if threshold < 0:
-        return docs_ok, None
+        return clean.filter(n_docs), None
     by_count = bool(heldout_count)
 
-    def tag(it):
-        batch = list(it)
-        if not batch:
-            return iter(())
-        ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-        held = heldout_mask(ids, seed, threshold, by_count)
-        return ((bool(held[i]), d) for i, d in enumerate(batch))
+    def tag(q):
+        held = heldout_mask(q[0], seed, threshold, by_count)
+        return [(h, take_docs(q, np.flatnonzero(held == h))) for h in (False, True)]
 
-    tagged = docs_ok.mapPartitions(tag)
+    tagged = clean.flatMap(tag).filter(lambda x: n_docs(x[1]) > 0)
     return (
         tagged.filter(lambda x: not x[0]).map(lambda x: x[1]),
         tagged.filter(lambda x: x[0]).map(lambda x: x[1]),
@@ -1041,18 +1044,24 @@ def build_corpus(
     parts_per_slice = parts_per_slice or sc.defaultParallelism
 
     phase = on_phase or _no_phase
-    docs = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
+    # read once, in packs: every step below is array operations per pack
+    # (docs/architecture.md, "Corpus layout")
+    packs = source_packs(source).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with executor_errors(source.what):  # errors of the checks run on executors
             phase("reading", {})
-            stats = validate(source)
+            stats = validate_packs(packs, source)
             phase("validated", _read_counts(stats))
-            train_docs, held_docs = split_documents(
-                source, stats, heldout_fraction, heldout_count, seed
+            train_packs, held_packs = split_packs(
+                packs, source, stats, heldout_fraction, heldout_count, seed
             )
             phase("splitting", {})
             # nothing held out: every non-empty document trains (no counting job needed)
-            n_train = (stats["docs"] - stats["empty"]) if held_docs is None else train_docs.count()
+            n_train = (
+                (stats["docs"] - stats["empty"])
+                if held_packs is None
+                else train_packs.map(n_docs).sum()
+            )
             phase("caching", {"training_documents": int(n_train)})
             if n_train == 0:
                 raise CorpusError(
@@ -1067,23 +1076,23 @@ def build_corpus(
             def assign(it):
                 # one packed record per (input partition, block), not one per document:
                 # the shuffle's cost per record dominated corpus building
-                batch = list(it)
-                if not batch:
-                    return iter(())
-                ids = np.fromiter((d[0] for d in batch), dtype=np.int64, count=len(batch))
-                parts = block_partitions(ids, seed, n_slices, p)
-                order = np.argsort(parts, kind="stable")
-                cuts = np.flatnonzero(np.diff(parts[order])) + 1
+                groups: dict[int, list] = {}
+                for pack in it:
+                    parts = block_partitions(pack[0], seed, n_slices, p)
+                    for part, sub in group_by(pack, parts):
+                        groups.setdefault(part, []).append(sub)
+                # shuffled in the blocks' dtypes (int32 terms, counts in ``dtype``): half
+                # the bytes of the float64 packs, and the same block
                 return (
-                    (int(parts[g[0]]), pack_docs(batch[k] for k in g))
-                    for g in np.split(order, cuts)
+                    (part, compact_pack(concat_packs(groups[part]), dtype))
+                    for part in sorted(groups)
                 )
 
             def make_block(it):
                 yield DocBlock.from_packed((q for _, q in it), dtype=dtype)
 
             train = (
-                train_docs.mapPartitions(assign)
+                train_packs.mapPartitions(assign)
                 .partitionBy(n_parts, lambda x: x)
                 .mapPartitions(make_block, preservesPartitioning=True)
                 .setName("sparklda training blocks")
@@ -1103,11 +1112,15 @@ def build_corpus(
             bitmaps = slice_bitmaps([r[4] for r in per_part], n_slices, p, vocab_size)
             slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
             slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
-            heldout = heldout_blocks(held_docs, seed, dtype) if held_docs is not None else None
+            heldout = (
+                heldout_blocks(held_packs.flatMap(docs_of_pack), seed, dtype)
+                if held_packs is not None
+                else None
+            )
             n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
             phase("cached", _cached_counts(arr, n_train, n_held))
     finally:
-        docs.unpersist()
+        packs.unpersist()
         source.release_frame()
     return _corpus(
         source,
@@ -1216,39 +1229,54 @@ def default_parallelism(spark) -> int:
     return len(ids.groupBy("p").count().collect())
 
 
-def docs_from_batch(batch) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """``(doc_id, terms int64, counts float64)`` of each row of an Arrow batch of
-    :data:`DOCS_SCHEMA`."""
+def pack_from_batch(batch) -> Pack:
+    """The documents of an Arrow batch of :data:`DOCS_SCHEMA` as a pack
+    (:mod:`sparklda.packs`), without a Python step per document."""
     ids = batch.column("doc_id").to_numpy(zero_copy_only=False)
-    tcol, ccol = batch.column("terms"), batch.column("counts")
-    toff, tval = tcol.offsets.to_numpy(), tcol.values.to_numpy(zero_copy_only=False)
-    coff, cval = ccol.offsets.to_numpy(), ccol.values.to_numpy(zero_copy_only=False)
-    for j in range(len(ids)):
-        yield (
-            int(ids[j]),
-            np.asarray(tval[toff[j] : toff[j + 1]], np.int64),
-            np.asarray(cval[coff[j] : coff[j + 1]], np.float64),
-        )
+    terms, lengths = _list_values(batch.column("terms"))
+    counts, _ = _list_values(batch.column("counts"))
+    return make_pack(ids, lengths, terms, counts)
 
 
-def docs_to_batch(docs, extra: dict | None = None):
-    """An Arrow batch of :data:`DOCS_SCHEMA` (plus ``extra`` columns) from documents."""
+def _list_values(col) -> tuple[np.ndarray, np.ndarray]:
+    """(the values of every row in row order, each row's length) of an Arrow list
+    column; a null list has no values."""
+    offsets = col.offsets.to_numpy()
+    lengths = np.diff(offsets).astype(np.int64)
+    if col.null_count:
+        lengths[~col.is_valid().to_numpy(zero_copy_only=False)] = 0
+    values = col.values.to_numpy(zero_copy_only=False)
+    if col.null_count or (len(offsets) and offsets[0] != 0):
+        return values[segment_gather(offsets[:-1], lengths)], lengths
+    return values[: offsets[-1] if len(offsets) else 0], lengths
+
+
+def pack_to_batch(pack: Pack, extra: dict | None = None):
+    """An Arrow batch of :data:`DOCS_SCHEMA` (plus ``extra`` columns) of a pack."""
     import pyarrow as pa
 
-    docs = list(docs)
-    lengths = np.fromiter((len(d[1]) for d in docs), np.int64, len(docs))
-    offsets = np.zeros(len(docs) + 1, np.int32)
+    ids, lengths, terms, counts = make_pack(*pack)
+    offsets = np.zeros(len(ids) + 1, np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    terms = np.concatenate([d[1] for d in docs]).astype(np.int64) if docs else np.zeros(0, np.int64)
-    counts = np.concatenate([d[2] for d in docs]).astype(np.float64) if docs else np.zeros(0)
     columns = {
-        "doc_id": pa.array(np.fromiter((d[0] for d in docs), np.int64, len(docs))),
+        "doc_id": pa.array(ids),
         "terms": pa.ListArray.from_arrays(pa.array(offsets), pa.array(terms)),
         "counts": pa.ListArray.from_arrays(pa.array(offsets), pa.array(counts)),
     }
     for name, values in (extra or {}).items():
         columns[name] = pa.array(values)
     return pa.RecordBatch.from_pydict(columns)
+
+
+def docs_from_batch(batch) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """``(doc_id, terms int64, counts float64)`` of each row of an Arrow batch of
+    :data:`DOCS_SCHEMA`."""
+    return docs_of_pack(pack_from_batch(batch))
+
+
+def docs_to_batch(docs, extra: dict | None = None):
+    """An Arrow batch of :data:`DOCS_SCHEMA` (plus ``extra`` columns) from documents."""
+    return pack_to_batch(pack_of(list(docs)), extra)
 
 
 def _frame_docs(batches) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
@@ -1395,56 +1423,108 @@ def _uci_documents_frame(line_frame, what: str, n_docs: int, n_words: int, nnz: 
     return docs, [parsed]
 
 
-def _vector_documents(size: int, what: str, offsets: np.ndarray | None):
+def vectors_to_pack(col, ids: np.ndarray, size: int, what: str) -> Pack:
+    """The documents of an Arrow column of Spark ML vectors of term counts (the struct
+    ``VectorUDT`` stores: type, size, indices, values), ids ``ids``, as a pack; what
+    :func:`vector_to_arrays` gives row by row (a null vector is an empty document; a
+    dense vector's zeros are dropped), without a Python step per row. A vector of
+    another size than ``size`` raises :class:`CorpusError` naming ``what`` and the
+    first such document."""
+    import pyarrow as pa
+
+    n = len(col)
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    names = [col.type.field(i).name for i in range(col.type.num_fields)]
+    fields = dict(zip(names, col.flatten(), strict=True))
+    valid = col.is_valid().to_numpy(zero_copy_only=False) if col.null_count else np.ones(n, bool)
+    sparse = fields["type"].fill_null(1).to_numpy(zero_copy_only=False) == 0
+    values, vlen = _list_values(fields["values"])
+    vlen[~valid] = 0
+    sizes = np.where(sparse, fields["size"].fill_null(-1).to_numpy(zero_copy_only=False), vlen)
+    wrong = np.flatnonzero(valid & (sizes != size))
+    if len(wrong):
+        j = wrong[0]
+        raise CorpusError(
+            f"Vectors in {what} must all have the vocabulary size {size}; document "
+            f"{int(ids[j])} has size {int(sizes[j])}."
+        )
+    if not len(values):
+        return make_pack(ids, np.zeros(n, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    row = doc_of_pair(vlen)
+    pos = np.arange(len(values), dtype=np.int64) - pack_starts(vlen)[row]
+    terms = pos
+    pair_sparse = sparse[row]
+    if pair_sparse.any():
+        ioffsets = fields["indices"].offsets.to_numpy().astype(np.int64)
+        indices = fields["indices"].values.to_numpy(zero_copy_only=False)
+        terms = np.where(pair_sparse, indices[(ioffsets[:-1][row] + pos) * pair_sparse], pos)
+    keep = pair_sparse | (values != 0)
+    if keep.all():
+        return make_pack(ids, vlen, terms, values)
+    lengths = np.bincount(row[keep], minlength=n)
+    return make_pack(ids, lengths, terms[keep], values[keep])
+
+
+def _vector_documents(size: int, what: str, offsets: np.ndarray | None, packed: bool = False):
     """mapInArrow: the documents of a vector column (``_v``, Arrow struct of a Spark ML
     vector), ids from ``_id`` or, without one, the row's position in the DataFrame
-    (``offsets`` of each partition plus the row's index in it: zipWithIndex's ids)."""
-    from pyspark.ml.linalg import VectorUDT
+    (``offsets`` of each partition plus the row's index in it: zipWithIndex's ids).
+    Batches of :data:`DOCS_SCHEMA`, or with ``packed`` one ``pack`` (binary) row per
+    batch (:func:`sparklda.packs.pack_to_bytes`)."""
+    import pyarrow as pa
 
-    udt = VectorUDT()
     mask = (1 << 33) - 1
 
     def run(batches):
         for batch in batches:
-            vecs = batch.column("_v").to_pylist()
             if offsets is None:
-                ids = batch.column("_id").to_numpy(zero_copy_only=False)
+                id_col = batch.column("_id")
+                if id_col.null_count:
+                    raise CorpusError(
+                        f"The id column of {what} (idCol) has a null; every document needs an id."
+                    )
+                ids = id_col.to_numpy(zero_copy_only=False)
             else:
                 p = batch.column("_p").to_numpy(zero_copy_only=False)
                 m = batch.column("_m").to_numpy(zero_copy_only=False)
                 ids = offsets[p] + (m & mask)
-            docs = []
-            for j, v in enumerate(vecs):
-                doc = int(ids[j])
-                vec = (
-                    None
-                    if v is None
-                    else udt.deserialize(tuple(v[f] for f in ("type", "size", "indices", "values")))
+            pack = vectors_to_pack(batch.column("_v"), ids, size, what)
+            if packed:
+                yield pa.RecordBatch.from_pydict(
+                    {"pack": pa.array([pack_to_bytes(pack)], pa.binary())}
                 )
-                # counts are checked, with the bad value named, by the validation pass
-                docs.append((doc, *vector_to_arrays(vec, size, what, doc, check_counts=False)))
-            yield docs_to_batch(docs)
+            else:
+                yield pack_to_batch(pack)
 
     return run
 
 
-def _vector_documents_frame(df, features_col: str, id_col: str | None, size: int, what: str):
-    from pyspark.sql import functions as F
+def _quoted(name: str) -> str:
+    """A column name as a SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
 
+
+def _vector_documents_frame(
+    df, features_col: str, id_col: str | None, size: int, what: str, packed: bool = False
+):
+    """The documents of a vector column as a DataFrame of :data:`DOCS_SCHEMA` (or, with
+    ``packed``, of packs: ``pack binary``, one row per Arrow batch) and the DataFrames
+    it cached (none)."""
+    # SQL text, not pyspark.sql.functions: its Columns follow the process-wide Spark
+    # Connect mode, not the DataFrame's session
+    schema = "pack binary" if packed else DOCS_SCHEMA
+    vec = f"{_quoted(features_col)} AS _v"
     if id_col is not None:
-        sel = df.select(F.col(id_col).cast("long").alias("_id"), F.col(features_col).alias("_v"))
-        return sel.mapInArrow(_vector_documents(size, what, None), DOCS_SCHEMA), []
-    sel = df.select(
-        F.spark_partition_id().alias("_p"),
-        F.monotonically_increasing_id().alias("_m"),
-        F.col(features_col).alias("_v"),
-    )
+        sel = df.selectExpr(f"CAST({_quoted(id_col)} AS BIGINT) AS _id", vec)
+        return sel.mapInArrow(_vector_documents(size, what, None, packed), schema), []
+    sel = df.selectExpr("spark_partition_id() AS _p", "monotonically_increasing_id() AS _m", vec)
     with executor_errors(what):
         counts = {int(r[0]): int(r[1]) for r in sel.groupBy("_p").count().collect()}
     n = max(counts, default=-1) + 1
     per_part = np.array([counts.get(i, 0) for i in range(n)], np.int64)
     offsets = np.concatenate([[0], np.cumsum(per_part)[:-1]]).astype(np.int64)
-    return sel.mapInArrow(_vector_documents(size, what, offsets), DOCS_SCHEMA), []
+    return sel.mapInArrow(_vector_documents(size, what, offsets, packed), schema), []
 
 
 def _check_frame_partition(what: str, vocab_size: int):
@@ -1452,12 +1532,10 @@ def _check_frame_partition(what: str, vocab_size: int):
 
     import pyarrow as pa
 
-    check = _check_partition(what, vocab_size)
-
     def run(batches):
-        for summary in check(_frame_docs(batches)):
-            text = json.dumps(summary, default=lambda o: o.item())
-            yield pa.RecordBatch.from_pydict({"summary": [text]})
+        summary = check_packs((pack_from_batch(b) for b in batches), vocab_size)
+        text = json.dumps(summary, default=lambda o: o.item())
+        yield pa.RecordBatch.from_pydict({"summary": [text]})
 
     return run
 
@@ -1474,9 +1552,7 @@ def validate_frame(source: DocSource, docs) -> dict:
     summaries = [json.loads(r[0]) for r in rows]
     for s in summaries:
         s["problems"] = {k: tuple(v) for k, v in s["problems"].items()}
-    if not summaries:
-        summaries = [{"docs": 0, "empty": 0, "nnz": 0, "tokens": 0.0, "problems": {}, "max_id": -1}]
-    return check_counts(source, functools.reduce(_merge_checks, summaries))
+    return check_counts(source, functools.reduce(merge_checks, summaries, empty_summary()))
 
 
 def _tag_documents(seed: int, threshold: float, by_count: bool):
@@ -1484,14 +1560,13 @@ def _tag_documents(seed: int, threshold: float, by_count: bool):
 
     def run(batches):
         for batch in batches:
-            docs = list(clean_documents(docs_from_batch(batch)))
-            ids = np.fromiter((d[0] for d in docs), np.int64, len(docs))
+            pack = clean_pack(pack_from_batch(batch))
             held = (
-                heldout_mask(ids, seed, threshold, by_count)
+                heldout_mask(pack[0], seed, threshold, by_count)
                 if threshold >= 0
-                else np.zeros(len(docs), bool)
+                else np.zeros(n_docs(pack), bool)
             )
-            yield docs_to_batch(docs, {"held": held})
+            yield pack_to_batch(pack, {"held": held})
 
     return run
 
@@ -1500,12 +1575,7 @@ def _smallest_keys(seed: int, n: int):
     import pyarrow as pa
 
     def run(batches):
-        keys = [
-            heldout_keys(
-                np.array([d[0] for d in clean_documents(docs_from_batch(b))], np.int64), seed
-            )
-            for b in batches
-        ]
+        keys = [heldout_keys(clean_pack(pack_from_batch(b))[0], seed) for b in batches]
         allk = np.sort(np.concatenate(keys)) if keys else np.zeros(0)
         yield pa.RecordBatch.from_pydict({"key": pa.array(allk[:n], pa.float64())})
 
@@ -1533,8 +1603,8 @@ def _make_blocks(dtype, vocab_size: int):
 
     from .block import block_to_bytes
 
-    def emit(part: int, docs: list):
-        block = DocBlock.from_docs(docs, dtype=dtype)
+    def emit(part: int, packs: list):
+        block = DocBlock.from_packed(packs, dtype=dtype)
         return pa.RecordBatch.from_pydict(
             {
                 "part": pa.array([part], pa.int32()),
@@ -1554,7 +1624,7 @@ def _make_blocks(dtype, vocab_size: int):
             if not batch.num_rows:
                 continue
             parts = batch.column("part").to_numpy()
-            docs = list(docs_from_batch(batch))
+            pack = pack_from_batch(batch)
             starts = np.flatnonzero(np.concatenate([[True], parts[1:] != parts[:-1]]))
             ends = np.append(starts[1:], len(parts))
             for a, b in zip(starts, ends, strict=True):
@@ -1563,7 +1633,7 @@ def _make_blocks(dtype, vocab_size: int):
                     if current is not None:
                         yield emit(current, pending)
                     current, pending = part, []
-                pending.extend(docs[a:b])
+                pending.append(take_docs(pack, np.arange(a, b)))
         if current is not None:
             yield emit(current, pending)
 

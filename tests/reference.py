@@ -288,3 +288,63 @@ def npmi(top_words, occ, co, n, eps=1e-12):
                     vals.append(pmi / -math.log(p12 + eps))
         out.append(sum(vals) / len(vals))
     return out
+
+
+def check_documents(docs, vocab_size):
+    """Corpus validation, one document at a time: counts of documents, empty documents
+    (no positive count), positive pairs and their tokens, the largest id, and the first
+    document with each kind of problem. A document's count checks stop at its first
+    kind: non-finite, then negative, then non-integer; the term range is always checked."""
+    n_docs = n_empty = nnz = 0
+    tokens = 0.0
+    problems = {}
+    max_id = -1
+    for doc_id, terms, counts in docs:
+        n_docs += 1
+        max_id = max(max_id, doc_id)
+        if len(terms) == 0:
+            n_empty += 1
+            continue
+        finite = [math.isfinite(c) for c in counts]
+        if not all(finite):
+            problems.setdefault("non-finite", (doc_id, counts[finite.index(False)]))
+        elif any(c < 0 for c in counts):
+            problems.setdefault("negative", (doc_id, next(c for c in counts if c < 0)))
+        elif any(c != round(c) for c in counts):
+            problems.setdefault("non-integer", (doc_id, next(c for c in counts if c != round(c))))
+        bad = [t for t in terms if t < 0 or t >= vocab_size]
+        if bad:
+            problems.setdefault("term", (doc_id, bad[0]))
+        positive = [c for c in counts if c > 0]
+        if not positive:
+            n_empty += 1
+            continue
+        nnz += len(positive)
+        tokens += sum(positive)
+    return {
+        "docs": n_docs,
+        "empty": n_empty,
+        "nnz": nnz,
+        "tokens": tokens,
+        "problems": problems,
+        "max_id": max_id,
+    }
+
+
+def clean_documents(docs):
+    """The documents with a positive count, without their other pairs."""
+    out = []
+    for doc_id, terms, counts in docs:
+        kept = [(t, c) for t, c in zip(terms, counts, strict=True) if c > 0]
+        if kept:
+            out.append((doc_id, [t for t, _ in kept], [c for _, c in kept]))
+    return out
+
+
+def vector_pairs(vector):
+    """(term ids, counts) of a Spark ML vector given as (type, size, indices, values):
+    a sparse vector's stored entries, a dense vector's non-zero entries."""
+    kind, _, indices, values = vector
+    if kind == 0:
+        return list(indices), list(values)
+    return [i for i, v in enumerate(values) if v != 0], [v for v in values if v != 0]

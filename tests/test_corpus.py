@@ -132,6 +132,76 @@ def test_from_vectors_reads_sparse_and_dense(spark):
         corpus.unpersist()
 
 
+def _blocks(corpus):
+    return sorted(
+        (
+            (i, b.doc_ids.tolist(), b.indptr.tolist(), b.global_pairs().tolist(), b.counts.tolist())
+            for i, b in enumerate(corpus.train.collect())
+        ),
+    )
+
+
+@pytest.mark.parametrize("id_col", ["id", None])
+def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(spark, id_col):
+    """A classic session reads a vector column in packs (Arrow batches, no Python step
+    per row); its documents and blocks are those of the row-by-row reading."""
+    from pyspark.ml.linalg import Vectors
+
+    from sparklda.corpus import source_packs
+    from sparklda.packs import docs_of_pack
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(300):
+        if i % 37 == 0:
+            vec = Vectors.dense(rng.integers(0, 2, 12).astype(float))
+        elif i % 53 == 0:
+            vec = Vectors.sparse(12, {})
+        else:
+            terms = np.sort(rng.choice(12, int(rng.integers(1, 6)), replace=False))
+            vec = Vectors.sparse(
+                12, dict(zip(terms.tolist(), rng.integers(0, 4, len(terms)), strict=True))
+            )
+        rows.append((int(1000 - 3 * i), vec))
+    df = spark.createDataFrame(rows, ["id", "features"]).repartition(3)
+    src = from_vectors(df, "features", id_col=id_col)
+    assert src.packs is not None
+    packed = [
+        (d, t.tolist(), c.tolist())
+        for q in source_packs(src).collect()
+        for d, t, c in docs_of_pack(q)
+    ]
+    packed.sort()
+    by_row = sorted((d, list(t), list(c)) for d, t, c in src.rdd.collect())
+    assert packed == by_row and len(packed) == 300
+    args = dict(minibatch_size=40, heldout_count=20, seed=3)
+    fast = build_corpus(src, **args)
+    slow = build_corpus(DocSource(src.rdd, src.vocab_size, None, src.what), **args)
+    try:
+        assert fast.report == slow.report
+        assert _blocks(fast) == _blocks(slow)
+
+        def held_ids(corpus):
+            return sorted(i for h in corpus.heldout.collect() for i in h.observed.doc_ids.tolist())
+
+        assert held_ids(fast) == held_ids(slow) and len(held_ids(fast)) == 20
+    finally:
+        fast.unpersist()
+        slow.unpersist()
+
+
+def test_from_vectors_null_id_is_a_corpus_error(spark):
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    schema = StructType([StructField("id", LongType()), StructField("features", VectorUDT())])
+    df = spark.createDataFrame(
+        [(1, Vectors.sparse(3, {0: 1.0})), (None, Vectors.sparse(3, {1: 1.0}))], schema
+    )
+    with pytest.raises(CorpusError, match="id column of column 'features' \\(idCol\\) has a null"):
+        build_corpus(from_vectors(df, "features", id_col="id"))
+
+
 @pytest.mark.slow
 def test_from_vectors_bad_input(spark):
     df = vector_df(spark, [[(0, 2.0), (3, -1.0)]])

@@ -304,7 +304,8 @@ def test_block_from_packed_documents_is_from_docs(unsorted):
     """Corpus building shuffles packs of documents; the block built from the packs, in any
     order and split, is the block of the documents (``DocBlock.from_docs``, the reference),
     also when a document's terms come unsorted or repeated."""
-    from sparklda.block import DocBlock, pack_docs
+    from sparklda.block import DocBlock
+    from sparklda.packs import pack_of
 
     rng = np.random.default_rng(int(unsorted))
     for _ in range(50):
@@ -318,7 +319,7 @@ def test_block_from_packed_documents_is_from_docs(unsorted):
                 terms[1] = terms[0]
             docs.append((int(doc_id), terms, rng.integers(1, 5, n).astype(float)))
         k = int(rng.integers(1, 4))
-        packs = [pack_docs(docs[j::k]) for j in range(k)]
+        packs = [pack_of(docs[j::k]) for j in range(k)]
         expected = DocBlock.from_docs(docs)
         got = DocBlock.from_packed(packs[::-1])
         for name in ("doc_ids", "indptr", "terms", "local", "counts"):

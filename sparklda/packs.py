@@ -1,0 +1,257 @@
+"""Packed documents: many documents as four flat arrays (numpy only, no Spark).
+
+A *pack* is ``(ids int64 (n,), lengths int64 (n,), terms int64 (nnz,), counts
+float64 (nnz,))``: document ``j`` owns the ``lengths[j]`` pairs that follow those
+of documents ``0..j-1``. It is the form
+:meth:`sparklda.block.DocBlock.from_packed` reads, and the form corpus building
+works on: reading, validating, cleaning, holding out and assigning documents to
+blocks are each a few array operations per pack instead of Python steps per
+document (docs/architecture.md, "Corpus layout"). Every function here gives
+what its per-document counterpart in :mod:`sparklda.corpus` gives on the
+documents of the pack, in the same order.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+Pack = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+#: documents per pack when per-document input is packed (:func:`packs_of_docs`)
+DOCS_PER_PACK = 8192
+
+
+def empty_pack() -> Pack:
+    return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+
+
+def make_pack(ids, lengths, terms, counts) -> Pack:
+    """A pack with the canonical dtypes (copies only what needs converting)."""
+    return (
+        np.asarray(ids, dtype=np.int64),
+        np.asarray(lengths, dtype=np.int64),
+        np.asarray(terms, dtype=np.int64),
+        np.asarray(counts, dtype=np.float64),
+    )
+
+
+def n_docs(pack: Pack) -> int:
+    return len(pack[0])
+
+
+def doc_of_pair(lengths: np.ndarray) -> np.ndarray:
+    """The document (position in the pack) of each pair."""
+    return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+
+def pack_starts(lengths: np.ndarray) -> np.ndarray:
+    """Each document's first pair."""
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths) > 1:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    return starts
+
+
+def segment_gather(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Indices of the pairs of segments ``[starts[j], starts[j] + lengths[j])``, in
+    segment order."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    out_starts = pack_starts(lengths)
+    return np.repeat(np.asarray(starts, np.int64) - out_starts, lengths) + np.arange(
+        total, dtype=np.int64
+    )
+
+
+def take_docs(pack: Pack, index: np.ndarray) -> Pack:
+    """The documents at positions ``index`` (in that order)."""
+    ids, lengths, terms, counts = pack
+    index = np.asarray(index, dtype=np.int64)
+    sel = lengths[index]
+    gather = segment_gather(pack_starts(lengths)[index], sel)
+    return ids[index], sel, terms[gather], counts[gather]
+
+
+def concat_packs(packs: Iterable[Pack]) -> Pack:
+    packs = list(packs)
+    if not packs:
+        return empty_pack()
+    if len(packs) == 1:
+        return packs[0]
+    return tuple(np.concatenate([q[i] for q in packs]) for i in range(4))  # type: ignore[return-value]
+
+
+def compact_pack(pack: Pack, dtype) -> tuple:
+    """The pack in the dtypes a :class:`~sparklda.block.DocBlock` keeps (int32 lengths
+    and terms, counts in ``dtype``), to shuffle fewer bytes; ``DocBlock.from_packed``
+    builds the same block from it."""
+    ids, lengths, terms, counts = pack
+    return ids, lengths.astype(np.int32), terms.astype(np.int32), counts.astype(dtype)
+
+
+def packs_of_docs(docs: Iterable, size: int = DOCS_PER_PACK) -> Iterator[Pack]:
+    """Per-document ``(doc_id, terms, counts)`` in packs of up to ``size`` documents."""
+    batch: list = []
+    for d in docs:
+        batch.append(d)
+        if len(batch) >= size:
+            yield pack_of(batch)
+            batch = []
+    if batch:
+        yield pack_of(batch)
+
+
+def pack_of(docs: list) -> Pack:
+    """One pack of the documents ``(doc_id, terms, counts)``."""
+    ids = np.fromiter((d[0] for d in docs), dtype=np.int64, count=len(docs))
+    lengths = np.fromiter((len(d[1]) for d in docs), dtype=np.int64, count=len(docs))
+    if not docs:
+        return empty_pack()
+    terms = np.concatenate([np.asarray(d[1], dtype=np.int64) for d in docs])
+    counts = np.concatenate([np.asarray(d[2], dtype=np.float64) for d in docs])
+    return ids, lengths, terms, counts
+
+
+def docs_of_pack(pack: Pack) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """The pack's documents as ``(doc_id, terms, counts)``."""
+    ids, lengths, terms, counts = pack
+    start = 0
+    for j in range(len(ids)):
+        end = start + int(lengths[j])
+        yield int(ids[j]), terms[start:end], counts[start:end]
+        start = end
+
+
+# --------------------------------------------------------------------------
+# Validation and cleaning
+
+
+def check_pack(pack: Pack, vocab_size: int) -> dict:
+    """The validation summary of the pack's documents: what
+    ``sparklda.corpus._check_partition`` yields for them (counts of documents, empty
+    documents, pairs and tokens; the largest id; the first document, in pack order,
+    with each kind of problem and its first bad value)."""
+    ids, lengths, terms, counts = pack
+    n = len(ids)
+    doc = doc_of_pair(lengths)
+
+    def docs_with(pair_flag: np.ndarray) -> np.ndarray:
+        return np.bincount(doc[pair_flag], minlength=n) > 0
+
+    problems: dict = {}
+    nonfinite = ~np.isfinite(counts)
+    doc_nonfinite = docs_with(nonfinite)
+    negative = counts < 0
+    # a document's checks stop at its first kind of problem: non-finite, then negative,
+    # then non-integer (the term range is checked for every document)
+    doc_negative = docs_with(negative) & ~doc_nonfinite
+    with np.errstate(invalid="ignore"):
+        nonint = counts != np.round(counts)
+    doc_nonint = docs_with(nonint) & ~doc_nonfinite & ~doc_negative
+    for name, flag in (
+        ("non-finite", nonfinite),
+        ("negative", negative & doc_negative[doc]),
+        ("non-integer", nonint & doc_nonint[doc]),
+    ):
+        hit = np.flatnonzero(flag)
+        if len(hit):
+            problems[name] = (int(ids[doc[hit[0]]]), counts[hit[0]].item())
+    bad = np.flatnonzero((terms < 0) | (terms >= vocab_size))
+    if len(bad):
+        problems["term"] = (int(ids[doc[bad[0]]]), int(terms[bad[0]]))
+    positive = counts > 0
+    has_positive = docs_with(positive)
+    return {
+        "docs": n,
+        "empty": int(n - has_positive.sum()),
+        "nnz": int(positive.sum()),
+        "tokens": float(counts[positive].sum()),
+        "problems": problems,
+        "max_id": int(ids.max()) if n else -1,
+    }
+
+
+def merge_checks(a: dict, b: dict) -> dict:
+    """Two summaries merged; ``a`` (the earlier documents) names the problems both have."""
+    problems = dict(b["problems"])
+    problems.update(a["problems"])
+    return {
+        "docs": a["docs"] + b["docs"],
+        "empty": a["empty"] + b["empty"],
+        "nnz": a["nnz"] + b["nnz"],
+        "tokens": a["tokens"] + b["tokens"],
+        "problems": problems,
+        "max_id": max(a["max_id"], b["max_id"]),
+    }
+
+
+def empty_summary() -> dict:
+    return {"docs": 0, "empty": 0, "nnz": 0, "tokens": 0.0, "problems": {}, "max_id": -1}
+
+
+def check_packs(packs: Iterable[Pack], vocab_size: int) -> dict:
+    """:func:`check_pack` over packs in order, merged."""
+    summary = empty_summary()
+    for pack in packs:
+        summary = merge_checks(summary, check_pack(pack, vocab_size))
+    return summary
+
+
+def clean_pack(pack: Pack) -> Pack:
+    """The documents with a positive count, without their pairs of zero (or negative,
+    or NaN) count: ``sparklda.corpus.clean_documents``."""
+    ids, lengths, terms, counts = pack
+    positive = counts > 0
+    if positive.all() and (lengths > 0).all():
+        return pack
+    kept = np.bincount(doc_of_pair(lengths)[positive], minlength=len(ids))
+    keep = kept > 0
+    return ids[keep], kept[keep].astype(np.int64), terms[positive], counts[positive]
+
+
+def group_by(pack: Pack, keys: np.ndarray) -> Iterator[tuple[int, Pack]]:
+    """``(key, documents with that key)`` for each distinct key, ascending; documents
+    keep their order within a key."""
+    keys = np.asarray(keys)
+    if len(keys) == 0:
+        return
+    order = np.argsort(keys, kind="stable")
+    cuts = np.flatnonzero(np.diff(keys[order])) + 1
+    for g in np.split(order, cuts):
+        yield int(keys[g[0]]), take_docs(pack, g)
+
+
+# --------------------------------------------------------------------------
+# Bytes (one record of a shuffle or of a binary column)
+
+_HEADER = struct.Struct("<qq")
+
+
+def pack_to_bytes(pack: Pack) -> bytes:
+    ids, lengths, terms, counts = make_pack(*pack)
+    return b"".join(
+        (
+            _HEADER.pack(len(ids), len(terms)),
+            ids.tobytes(),
+            lengths.tobytes(),
+            terms.tobytes(),
+            counts.tobytes(),
+        )
+    )
+
+
+def pack_from_bytes(data: bytes) -> Pack:
+    n, nnz = _HEADER.unpack_from(data, 0)
+    at = _HEADER.size
+    out = []
+    for count, dtype in ((n, np.int64), (n, np.int64), (nnz, np.int64), (nnz, np.float64)):
+        out.append(np.frombuffer(data, dtype=dtype, count=count, offset=at))
+        at += count * 8
+    if at != len(data):
+        raise ValueError(f"a packed record of {len(data)} bytes holds {at} bytes of documents")
+    return tuple(out)  # type: ignore[return-value]

@@ -60,6 +60,7 @@ from .packs import (
     pack_to_bytes,
     packs_of_docs,
     segment_gather,
+    slice_docs,
     take_docs,
 )
 from .params import BY_NAME, Constraint, check_param, default_minibatch_size
@@ -1633,7 +1634,7 @@ def _make_blocks(dtype, vocab_size: int):
                     if current is not None:
                         yield emit(current, pending)
                     current, pending = part, []
-                pending.append(take_docs(pack, np.arange(a, b)))
+                pending.append(slice_docs(pack, int(a), int(b)))
         if current is not None:
             yield emit(current, pending)
 

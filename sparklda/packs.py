@@ -13,6 +13,7 @@ documents of the pack, in the same order.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Iterable, Iterator
 
@@ -216,14 +217,27 @@ def clean_pack(pack: Pack) -> Pack:
 
 def group_by(pack: Pack, keys: np.ndarray) -> Iterator[tuple[int, Pack]]:
     """``(key, documents with that key)`` for each distinct key, ascending; documents
-    keep their order within a key."""
+    keep their order within a key. One gather for the pack; the groups are views of it."""
     keys = np.asarray(keys)
     if len(keys) == 0:
         return
     order = np.argsort(keys, kind="stable")
-    cuts = np.flatnonzero(np.diff(keys[order])) + 1
-    for g in np.split(order, cuts):
-        yield int(keys[g[0]]), take_docs(pack, g)
+    ordered = take_docs(pack, order)
+    sorted_keys = keys[order]
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_keys)) + 1, [len(keys)]])
+    ids, lengths, terms, counts = ordered
+    pair_at = np.concatenate([[0], np.cumsum(lengths)])
+    for a, b in itertools.pairwise(bounds.tolist()):
+        pa, pb = int(pair_at[a]), int(pair_at[b])
+        yield int(sorted_keys[a]), (ids[a:b], lengths[a:b], terms[pa:pb], counts[pa:pb])
+
+
+def slice_docs(pack: Pack, a: int, b: int) -> Pack:
+    """Documents ``a`` to ``b - 1`` (views of the pack's arrays)."""
+    ids, lengths, terms, counts = pack
+    start = int(lengths[:a].sum())
+    end = start + int(lengths[a:b].sum())
+    return ids[a:b], lengths[a:b], terms[start:end], counts[start:end]
 
 
 # --------------------------------------------------------------------------

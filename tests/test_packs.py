@@ -28,6 +28,7 @@ from sparklda.packs import (
     pack_of,
     pack_to_bytes,
     packs_of_docs,
+    slice_docs,
     take_docs,
 )
 
@@ -99,6 +100,8 @@ def test_take_group_concat_and_bytes_keep_the_documents():
     pack = pack_of(docs)
     index = np.array([5, 0, 39, 5, 17])
     assert as_lists(docs_of_pack(take_docs(pack, index))) == as_lists([docs[i] for i in index])
+    assert as_lists(docs_of_pack(slice_docs(pack, 3, 9))) == as_lists(docs[3:9])
+    assert as_lists(docs_of_pack(slice_docs(pack, 5, 5))) == []
     keys = rng.integers(0, 4, len(docs))
     groups = list(group_by(pack, keys))
     assert [k for k, _ in groups] == sorted(set(keys.tolist()))

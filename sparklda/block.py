@@ -21,10 +21,11 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` of non-negative integers: by a table
     over ``[0, max]`` (linear time) when that range is not much larger than ``values``,
     by sorting otherwise; the same result either way."""
-    if len(values) == 0 or values.min() < 0 or values.max() > 4 * len(values) + (1 << 20):
+    top = int(values.max()) if len(values) else -1
+    if top < 0 or top > 4 * len(values) + (1 << 20) or values.min() < 0:
         uniq, inverse = np.unique(values, return_inverse=True)
         return uniq, inverse.ravel()
-    present = np.zeros(int(values.max()) + 1, dtype=bool)
+    present = np.zeros(top + 1, dtype=bool)
     present[values] = True
     uniq = np.flatnonzero(present).astype(values.dtype)
     rank = np.cumsum(present, dtype=np.int64) - 1
@@ -114,9 +115,9 @@ class DocBlock:
 
     @staticmethod
     def from_packed(packs, dtype=np.float32) -> DocBlock:
-        """:meth:`from_docs` of the documents of several packs (:mod:`sparklda.packs`), without a
-        Python step per document when every document's terms are sorted and distinct
-        (then the result is :meth:`from_docs`'s; otherwise it falls back to it)."""
+        """:meth:`from_docs` of the documents of several packs (:mod:`sparklda.packs`),
+        without a Python step per document when every document's terms are sorted and
+        distinct (then the result is :meth:`from_docs`'s; otherwise it falls back to it)."""
         packs = list(packs)
         if not packs:
             return DocBlock.from_docs([], dtype=dtype)

@@ -940,6 +940,8 @@ def split_packs(
 
     def tag(q):
         held = heldout_mask(q[0], seed, threshold, by_count)
+        if not held.any():  # most packs: no copy
+            return [(False, q)]
         return [(h, take_docs(q, np.flatnonzero(held == h))) for h in (False, True)]
 
     tagged = clean.flatMap(tag).filter(lambda x: n_docs(x[1]) > 0)

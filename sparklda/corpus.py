@@ -41,6 +41,7 @@ from .block import (
 from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, uniform_per_doc
+from .kernels.warm import settle_heap
 from .packs import (
     Pack,
     check_packs,
@@ -719,6 +720,7 @@ def validate_packs(packs, source: DocSource) -> dict:
     vocab_size = source.vocab_size
 
     def check(it):
+        settle_heap()
         yield check_packs(it, vocab_size)
 
     with executor_errors(source.what):
@@ -1079,6 +1081,7 @@ def build_corpus(
             def assign(it):
                 # one packed record per (input partition, block), not one per document:
                 # the shuffle's cost per record dominated corpus building
+                settle_heap()
                 groups: dict[int, list] = {}
                 for pack in it:
                     parts = block_partitions(pack[0], seed, n_slices, p)
@@ -1092,6 +1095,7 @@ def build_corpus(
                 )
 
             def make_block(it):
+                settle_heap()
                 yield DocBlock.from_packed((q for _, q in it), dtype=dtype)
 
             train = (
@@ -1536,6 +1540,7 @@ def _check_frame_partition(what: str, vocab_size: int):
     import pyarrow as pa
 
     def run(batches):
+        settle_heap()
         summary = check_packs((pack_from_batch(b) for b in batches), vocab_size)
         text = json.dumps(summary, default=lambda o: o.item())
         yield pa.RecordBatch.from_pydict({"summary": [text]})
@@ -1621,6 +1626,7 @@ def _make_blocks(dtype, vocab_size: int):
         )
 
     def run(batches):
+        settle_heap()
         current: int | None = None
         pending: list = []
         for batch in batches:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .block import DocBlock, HeldoutBlock, split_halves
 from .kernels import foldin_block, loglik_block
+from .kernels.warm import settle_heap
 from .stats import normalize_topics
 from .vectors import arrow_vectors, with_row_positions
 
@@ -54,6 +55,7 @@ class HeldoutScore:
 
 def _score_partition(phi_bc, alpha, max_iter, tol):
     def score(it):
+        settle_heap()
         yield _score_blocks(phi_bc.value, it, alpha, max_iter, tol)
 
     return score

@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 
 from . import SESSION_PROPERTIES
 from .evaluation import HeldoutScore, completion_loglik
-from .kernels.warm import warm
+from .kernels.warm import settle_heap, warm
 from .stats import TopicStats, concat_shards, merge_shard, shard_bounds, split_shards
 
 log = logging.getLogger("sparklda.execution")
@@ -44,7 +44,9 @@ def warm_worker(names: tuple[str, ...], dtype: str) -> float:
     the seconds it took."""
     import sparklda.modes  # noqa: F401  (what the rounds' pickled kernels refer to)
 
-    return warm(names, dtype)
+    seconds = warm(names, dtype)
+    settle_heap()
+    return seconds
 
 
 @dataclass
@@ -105,6 +107,7 @@ def stateless_partition(source: Any, kernel: Callable) -> Callable[[Iterable], I
     is the round value (a broadcast variable or any holder of ``.value``)."""
 
     def run(blocks):
+        settle_heap()
         value = source.value
         for block in blocks:
             if block.n_docs == 0:
@@ -120,6 +123,7 @@ def init_partition(source: Any, init_state: Callable) -> Callable[[Iterable], It
     """(block, state, seconds) for each block, ``state = init_state(value, block)``."""
 
     def run(blocks):
+        settle_heap()
         value = source.value if source is not None else None
         for block in blocks:
             t0 = time.perf_counter()
@@ -133,6 +137,7 @@ def advance_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Ite
     """(block, new state, seconds) for each (block, state, _), ``kernel(value, block, state)``."""
 
     def run(items):
+        settle_heap()
         value = source.value
         for block, state, _ in items:
             t0 = time.perf_counter()
@@ -146,6 +151,7 @@ def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]
     """The partial statistics of each non-empty (block, state, kernel seconds)."""
 
     def run(items):
+        settle_heap()
         for block, state, kernel_s in items:
             if block.n_docs == 0:
                 continue

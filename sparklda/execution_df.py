@@ -39,6 +39,7 @@ from .execution import (
     statistics_partition,
     value_nbytes,
 )
+from .kernels.warm import settle_heap
 from .stats import TopicStats
 from .storage import checkpoint_frame, release_frame
 
@@ -85,6 +86,7 @@ def _read_rows(batches: Iterable, held: Held | None) -> tuple[list[dict], Held]:
     """The distinct rows (by their ``part`` column) of a partition, and the round value:
     ``held``, or the chunks of the broadcast-joined value columns (``_chunk``, ``_data``;
     every row of the partition carries one chunk, the same ones for every block)."""
+    settle_heap()
     rows: list[dict] = []
     seen: set[int] = set()
     chunks: dict[int, bytes] = {}

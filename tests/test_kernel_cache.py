@@ -148,3 +148,55 @@ def test_warm_refuses_an_unknown_group():
 
     with pytest.raises(ValueError, match="'scvb1'.*known: scvb0"):
         warm(["scvb1"])
+
+
+# --------------------------------------------------------------------------
+# The worker's heap: frozen once, so PySpark's gc.collect() after each task is cheap
+
+
+def test_settle_heap_freezes_once_and_only_in_a_reused_worker(monkeypatch):
+    import gc
+
+    from sparklda.kernels import warm
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))  # not this test process's heap
+    monkeypatch.setattr(warm, "_settled", False)
+    monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
+    assert warm.settle_heap() is False and frozen == []  # the driver, or a one-task worker
+    monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+    assert warm.settle_heap() is True and frozen == [1]
+    assert warm.settle_heap() is False and frozen == [1]  # once per process
+
+
+def test_round_tasks_leave_their_worker_heap_frozen(spark):
+    """A task that ran a round's partition function leaves its (reused) Python worker
+    with the objects alive then frozen: the daemon's gc.collect() after each later task
+    skips the ~10^5 objects of numpy, numba, pyspark and sparklda."""
+    import gc
+
+    import numpy as np
+
+    from sparklda.block import DocBlock
+    from sparklda.execution import stateless_partition
+
+    class Holder:
+        value = np.ones((3, 2))
+
+    def kernel(value, block):
+        return value[: len(block.terms)]
+
+    def probe(blocks):
+        from sparklda.kernels import warm
+
+        gc.unfreeze()  # as a fresh worker: whatever an earlier task of the session froze
+        warm._settled = False
+        before = gc.get_freeze_count()
+        list(stateless_partition(Holder(), kernel)(blocks))
+        yield before, gc.get_freeze_count(), os.environ.get("SPARK_REUSE_WORKER")
+
+    block = DocBlock.from_docs([(0, np.array([0, 2]), np.array([1.0, 2.0]))])
+    seen = spark.sparkContext.parallelize([block], 1).mapPartitions(probe).collect()
+    ((before, after, reuse),) = seen
+    assert reuse, "the test session reuses its Python workers (spark.python.worker.reuse)"
+    assert before == 0 and after > 10_000, seen

@@ -279,6 +279,10 @@ def run_startup(opts, results: dict, timeout: float = 1800):
     for state in opts.startup:
         env = dict(os.environ)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        # under spark-submit this process talks to its JVM through a gateway; the child
+        # must start its own JVM, not attach to this one (whose SparkContext is running)
+        for key in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
+            env.pop(key, None)
         env["PYSPARK_PYTHON"] = sys.executable
         env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
         cache = None

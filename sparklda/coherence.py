@@ -19,6 +19,7 @@ import numpy as np
 from .corpus import DocSource, check_vector_column
 from .errors import CorpusError, ParamError, executor_errors
 from .kernels.coherence import cooccurrence_counts, npmi_scores, umass_scores
+from .kernels.warm import settle_heap
 
 MEASURES = ("u_mass", "c_npmi")
 #: c_npmi's sliding window in tokens (gensim's default for c_npmi).
@@ -126,6 +127,7 @@ def _arrow_counter(kind: str, needed: np.ndarray, words, window: int):
     n_terms = len(needed)
 
     def count(batches):
+        settle_heap()
         occ = np.zeros(n_terms, np.int64)
         co = np.zeros((n_terms, n_terms), np.int64)
         n = 0

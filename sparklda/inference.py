@@ -18,6 +18,7 @@ from .block import DocBlock
 from .corpus import check_output_column, check_vector_column, vector_size
 from .errors import CorpusError
 from .kernels import foldin_block
+from .kernels.warm import settle_heap
 from .storage import is_connect
 from .vectors import arrow_vectors
 
@@ -100,6 +101,7 @@ def transform_dataframe(
     def run(batches):
         import pyarrow as pa
 
+        settle_heap()
         seen = 0
         for batch in batches:
             n = batch.num_rows

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from sparklda import kernels
-from sparklda.kernels.lanes import lane_counts, lane_dot, lane_gamma, lane_sum
+from sparklda.kernels.lanes import lane_counts, lane_dot, lane_gamma, lane_sum, prefetch_row
 from sparklda.kernels.scvb0 import add_scaled_rows, scatter_add_rows
 
 KS = [1, 3, 8, 10, 16, 50, 100]
@@ -330,6 +330,58 @@ def _dot(a, b, n):
 @numba.njit(cache=False)
 def _gamma(out, phi, ntheta, alpha, n):
     return lane_gamma(out, phi, ntheta, alpha, n)
+
+
+@numba.njit(cache=False)
+def _prefetch_all(arr, rows):
+    total = 0.0
+    for r in rows:
+        prefetch_row(arr, r)
+        total += arr[r, 0]
+    return total
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("k", [1, 7, 16, 100, 333])
+def test_prefetch_row_is_a_hint_that_changes_nothing(dtype, k):
+    arr = np.random.default_rng(k).random((50, k)).astype(dtype)
+    before = arr.copy()
+    rows = np.array([0, 49, 3, 49, 0, 17], dtype=np.int64)
+    assert _prefetch_all(arr, rows) == pytest.approx(float(before[rows, 0].sum()))
+    assert _prefetch_all(arr, rows.astype(np.int32)) == pytest.approx(float(before[rows, 0].sum()))
+    np.testing.assert_array_equal(arr, before)
+
+
+def test_scvb0_kernel_prefetches_the_rows_of_pairs_ahead():
+    """The kernel asks for the rows of later pairs while it computes the current one
+    (on a large vocabulary its time is mostly waiting for rare terms' rows)."""
+    from sparklda.kernels import scvb0
+
+    assert scvb0.PREFETCH_PAIRS >= 1
+    # a fresh compilation of the kernel's code (cached code cannot be inspected)
+    fresh = numba.njit(cache=False)(scvb0._scvb0_block.py_func)
+    f32 = np.float32
+    empty = np.zeros((0, 8), f32)
+    fresh(
+        np.array([0, 3]),
+        np.array([1, 5, 9], np.int32),
+        np.ones(3, f32),
+        np.random.default_rng(0).random((20, 8)).astype(f32),
+        np.ones((1, 8), f32),
+        np.full(8, 0.1, f32),
+        1,
+        f32(1),
+        f32(10),
+        f32(0.9),
+        np.zeros(0, f32),
+        np.zeros(0, f32),
+        np.zeros((20, 8), f32),
+        empty,
+        empty,
+        True,
+    )
+    (ir,) = [fresh.inspect_llvm(sig) for sig in fresh.signatures]
+    assert "llvm.prefetch" in ir
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)

@@ -261,6 +261,23 @@ def test_merge_all_sums_rows_by_term():
     np.testing.assert_array_equal(full.terms, np.arange(v))
 
 
+def test_union_of_terms_is_numpy_union1d():
+    from sparklda.stats import union_of_terms
+
+    rng = np.random.default_rng(4)
+    for n_lists in range(0, 5):
+        lists = [
+            np.sort(rng.choice(300, size=rng.integers(0, 60), replace=False)).astype(np.int32)
+            for _ in range(n_lists)
+        ]
+        want = np.unique(np.concatenate(lists)) if lists else np.zeros(0)
+        got = union_of_terms(lists)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="non-negative"):
+        union_of_terms([np.array([1, 2]), np.array([-1, 3])])
+
+
 @pytest.mark.parametrize("eta", [0.0, 0.05])
 def test_normalize_topics_matches_reference(eta):
     rng = np.random.default_rng(3)

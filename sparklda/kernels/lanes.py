@@ -264,6 +264,46 @@ def _lane_gamma(
     return out.dtype(out, phi, ntheta, alpha_type, types.intp), codegen
 
 
+def _prefetch_row(typingctx: Any, arr: Any, row: Any) -> tuple[Any, _Codegen] | None:
+    """A hint to the CPU to start loading row ``row`` of the C-contiguous 2-d
+    array ``arr`` into its caches (``llvm.prefetch``, one per 64-byte line of
+    the row, for reading, kept in every cache level). It changes no value: a
+    kernel that reads rows in an order known ahead (the next pairs' term rows)
+    asks for them a few pairs early, so a row that is not in the caches (rare
+    terms of a large vocabulary: docs/architecture.md, "Kernels") arrives while
+    the current pair is computed instead of stalling it. ``row`` must be a
+    valid row index (not checked: an internal building block)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 2 and arr.layout == "C"):
+        return None
+    if not isinstance(row, types.Integer):
+        return None
+
+    def codegen(
+        context: Any, builder: ir.IRBuilder, sig: Any, args: Sequence[ir.Value]
+    ) -> ir.Value:
+        array = context.make_array(sig.args[0])(context, builder, args[0])
+        fty = context.get_value_type(sig.args[0].dtype)
+        ncols = builder.extract_value(array.shape, 1)
+        start = builder.mul(context.cast(builder, args[1], sig.args[1], types.intp), ncols)
+        i8p = ir.IntType(8).as_pointer()
+        first = builder.bitcast(builder.gep(array.data, [start], inbounds=True), i8p)
+        nbytes = builder.mul(ncols, ir.Constant(ncols.type, context.get_abi_sizeof(fty)))
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        prefetch = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        line = ir.Constant(ncols.type, 64)
+        with cgutils.for_range_slice(builder, ir.Constant(ncols.type, 0), nbytes, line) as (
+            offset,
+            _,
+        ):
+            # read (0), highest locality (3), data cache (1)
+            flags = [ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)]
+            builder.call(prefetch, [builder.gep(first, [offset]), *flags])
+        return context.get_dummy_value()
+
+    return types.none(arr, row), codegen
+
+
 # The public names are the numba intrinsics, typed for the kernels that call
 # them (numba's stubs type an intrinsic's call with its typing function's
 # arguments). They can only be called from compiled code.
@@ -280,3 +320,4 @@ lane_gamma = cast(
     "Callable[[_Vector, _Vector, _Vector, np.floating[Any] | _Vector, int], np.floating[Any]]",
     intrinsic(_lane_gamma),
 )
+prefetch_row = cast("Callable[[NDArray[np.floating[Any]], int], None]", intrinsic(_prefetch_row))

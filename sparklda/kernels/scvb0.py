@@ -13,8 +13,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
-from .lanes import lane_gamma
+from .lanes import lane_gamma, prefetch_row
 from .priors import alpha_vector
+
+#: How many (document, term) pairs ahead the kernel asks for a term's rows
+#: (:func:`sparklda.kernels.lanes.prefetch_row`). One pair's sweep over K=100
+#: topics takes about 50 ns, a row from memory longer. On a block of 3,500
+#: documents over an 82,000-term Zipfian vocabulary, K=100, the hint takes the
+#: kernel from 0.12-0.15 s to 0.07-0.09 s; 2 to 4 pairs ahead were the best
+#: (``benchmarks/scale/prefetch.py``; docs/architecture.md, "Kernels and memory").
+PREFETCH_PAIRS = 4
 
 
 @numba.njit(fastmath=FASTMATH, **JIT_OPTIONS)
@@ -59,6 +67,7 @@ def _scvb0_block(
     """
     n_docs = indptr.shape[0] - 1
     n_topics = phi_norm.shape[1]
+    last_pair = local.shape[0] - 1
     zero = s_theta - s_theta
     one = zero + np.float32(1)  # of the dtype (a bare 1 would promote float32 to float64)
     keep_theta = theta_out.shape[0] > 0
@@ -90,6 +99,12 @@ def _scvb0_block(
             for p in range(start, end):
                 u = local[p]
                 m = counts[p]
+                # the rows PREFETCH_PAIRS pairs ahead (in the next document near the end
+                # of a sweep): a rare term's rows come from memory meanwhile
+                ahead = local[min(p + PREFETCH_PAIRS, last_pair)]
+                prefetch_row(phi_norm, ahead)
+                if last:
+                    prefetch_row(nhat, ahead)
                 # γ = φ_norm[u] ⊙ (N^Θ_j + α) and Σ γ in one vectorised pass, summed
                 # in lanes.py's fixed order
                 if exclude and sweep > 0:

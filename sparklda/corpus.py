@@ -44,6 +44,7 @@ from .kernels.random import Stream, uniform_per_doc
 from .kernels.warm import settle_heap
 from .packs import (
     Pack,
+    check_pack,
     check_packs,
     clean_pack,
     compact_pack,
@@ -715,17 +716,97 @@ def source_packs(source: DocSource):
     return source.rdd.mapPartitions(packs_of_docs)
 
 
-def validate_packs(packs, source: DocSource) -> dict:
-    """:func:`validate` of an RDD of the source's documents in packs."""
+def validate_packs(packs, source: DocSource, holdout: Holdout | None = None) -> dict:
+    """:func:`validate` of an RDD of the source's documents in packs. With ``holdout``
+    the same pass also gathers what choosing the held-out documents needs
+    (:func:`holdout_keys_summary`), in ``stats["holdout"]``: no job of its own."""
     vocab_size = source.vocab_size
 
     def check(it):
         settle_heap()
-        yield check_packs(it, vocab_size)
+        if holdout is None:
+            yield check_packs(it, vocab_size), None
+            return
+        summary, keys = empty_summary(), None
+        for pack in it:
+            summary = merge_checks(summary, check_pack(pack, vocab_size))
+            keys = merge_holdout_keys(keys, holdout_keys_summary(pack, holdout), holdout)
+        yield summary, keys
+
+    def merge(a, b):
+        return merge_checks(a[0], b[0]), merge_holdout_keys(a[1], b[1], holdout)
 
     with executor_errors(source.what):
-        stats = packs.mapPartitions(check).reduce(merge_checks)
-    return check_counts(source, stats)
+        stats, keys = packs.mapPartitions(check).reduce(merge)
+    stats = check_counts(source, stats)
+    if holdout is not None:
+        stats["holdout"] = (holdout, keys)
+    return stats
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """How held-out documents are chosen: the ``count`` with the smallest seeded keys,
+    or (count 0) those whose key is below ``fraction``."""
+
+    fraction: float
+    count: int
+    seed: int
+
+    @staticmethod
+    def of(heldout_fraction: float, heldout_count: int | None, seed: int) -> Holdout | None:
+        if heldout_count:
+            return Holdout(0.0, int(heldout_count), int(seed))
+        if heldout_fraction > 0:
+            return Holdout(float(heldout_fraction), 0, int(seed))
+        return None
+
+
+def holdout_keys_summary(pack, holdout: Holdout):
+    """Of the pack's documents with a positive count: the ``count + 1`` smallest
+    held-out keys, sorted (a count), or how many keys are below the fraction."""
+    ids = clean_pack(pack)[0]
+    keys = heldout_keys(ids, holdout.seed)
+    if holdout.count:
+        n = holdout.count + 1
+        return np.sort(keys)[:n] if len(keys) <= n else np.sort(np.partition(keys, n - 1)[:n])
+    return int(np.count_nonzero(keys < holdout.fraction))
+
+
+def merge_holdout_keys(a, b, holdout: Holdout | None):
+    """Two :func:`holdout_keys_summary` results merged (None: nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if holdout is not None and holdout.count:
+        return np.sort(np.concatenate([a, b]))[: holdout.count + 1]
+    return a + b
+
+
+def holdout_summary(stats: dict, holdout: Holdout | None):
+    """The validation pass's :func:`holdout_keys_summary` if it was gathered for
+    ``holdout``; None otherwise."""
+    spec, keys = stats.get("holdout", (None, None))
+    return keys if holdout is not None and spec == holdout else None
+
+
+def known_heldout_docs(stats: dict, holdout: Holdout | None) -> int | None:
+    """How many documents the split holds out, known from the validation pass's
+    ``stats["holdout"]`` without counting them: every document below the fraction,
+    or exactly ``count`` when no other key ties with the count-th smallest.
+    None: not known (a tie; or no summary)."""
+    if holdout is None:
+        return 0
+    keys = holdout_summary(stats, holdout)
+    if keys is None:
+        return None
+    if not holdout.count:
+        return int(keys)
+    n = holdout.count
+    if len(keys) < n or (len(keys) > n and keys[n] == keys[n - 1]):
+        return None
+    return n
 
 
 def validate(source: DocSource) -> dict:
@@ -927,13 +1008,17 @@ def split_packs(
                 f"{stats['docs']} documents of {source.what}) to leave documents to train on."
             )
         n = heldout_count
+        known = holdout_summary(stats, Holdout.of(heldout_fraction, heldout_count, seed))
+        if known is not None and len(known) >= n:
+            threshold = float(known[n - 1])  # gathered by the validation pass
+        else:
 
-        def smallest(it):
-            keys = [heldout_keys(q[0], seed) for q in it]
-            return iter(np.sort(np.concatenate(keys))[:n].tolist() if keys else ())
+            def smallest(it):
+                keys = [heldout_keys(q[0], seed) for q in it]
+                return iter(np.sort(np.concatenate(keys))[:n].tolist() if keys else ())
 
-        with executor_errors(source.what):
-            threshold = clean.mapPartitions(smallest).takeOrdered(n)[-1]
+            with executor_errors(source.what):
+                threshold = clean.mapPartitions(smallest).takeOrdered(n)[-1]
     elif heldout_fraction > 0:
         threshold = float(heldout_fraction)
     if threshold < 0:
@@ -1055,16 +1140,19 @@ def build_corpus(
     try:
         with executor_errors(source.what):  # errors of the checks run on executors
             phase("reading", {})
-            stats = validate_packs(packs, source)
+            holdout = Holdout.of(heldout_fraction, heldout_count or 0, seed)
+            stats = validate_packs(packs, source, holdout)
             phase("validated", _read_counts(stats))
             train_packs, held_packs = split_packs(
                 packs, source, stats, heldout_fraction, heldout_count, seed
             )
             phase("splitting", {})
-            # nothing held out: every non-empty document trains (no counting job needed)
+            # the validation pass told how many documents are held out (a count job only
+            # when two held-out keys tie)
+            n_held_known = known_heldout_docs(stats, holdout)
             n_train = (
-                (stats["docs"] - stats["empty"])
-                if held_packs is None
+                (stats["docs"] - stats["empty"] - n_held_known)
+                if n_held_known is not None
                 else train_packs.map(n_docs).sum()
             )
             phase("caching", {"training_documents": int(n_train)})
@@ -1107,24 +1195,32 @@ def build_corpus(
             )
 
             vocab_size = source.vocab_size
-
-            def measure(blocks):
-                if warm is not None:
-                    warm()
-                for b in blocks:
-                    yield b.n_docs, b.n_tokens, b.nnz, b.nbytes(), terms_digest(b.terms, vocab_size)
-
-            per_part = train.mapPartitions(measure).collect()
-            arr = np.array([r[:4] for r in per_part], dtype=np.float64).reshape(n_parts, 4)
-            bitmaps = slice_bitmaps([r[4] for r in per_part], n_slices, p, vocab_size)
-            slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
-            slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
             heldout = (
                 heldout_blocks(held_packs.flatMap(docs_of_pack), seed, dtype)
                 if held_packs is not None
                 else None
             )
-            n_held = heldout.map(lambda h: h.n_docs).sum() if heldout is not None else 0
+
+            def measure(blocks):
+                if warm is not None:
+                    warm()
+                for b in blocks:
+                    if isinstance(b, HeldoutBlock):
+                        yield (b.n_docs,)
+                    else:
+                        digest = terms_digest(b.terms, vocab_size)
+                        yield b.n_docs, b.n_tokens, b.nnz, b.nbytes(), digest
+
+            # one job caches the training blocks and the held-out ones (its two shuffles'
+            # map stages run side by side)
+            both = train if heldout is None else train.union(heldout)
+            measured = both.mapPartitions(measure).collect()
+            per_part = [r for r in measured if len(r) > 1]
+            n_held = sum(r[0] for r in measured if len(r) == 1)
+            arr = np.array([r[:4] for r in per_part], dtype=np.float64).reshape(n_parts, 4)
+            bitmaps = slice_bitmaps([r[4] for r in per_part], n_slices, p, vocab_size)
+            slice_docs = arr[:, 0].reshape(n_slices, p).sum(1).astype(np.int64)
+            slice_tokens = arr[:, 1].reshape(n_slices, p).sum(1)
             phase("cached", _cached_counts(arr, n_train, n_held))
     finally:
         packs.unpersist()

@@ -452,7 +452,9 @@ class ClassicExecutor(Executor):
     def __init__(self, corpus, checkpoint_interval: int = 0, combine: str = "auto"):
         self.corpus = corpus
         self.sc = corpus.train.context
-        hint = direct_result_hint(self.sc.getConf().get("spark.task.maxDirectResultSize"))
+        # the context's own conf: one call to the JVM (getConf() copies every property
+        # through py4j, about 50 ms)
+        hint = direct_result_hint(self.sc._conf.get("spark.task.maxDirectResultSize"))
         if hint:
             log.info(hint)
         self.checkpoint_interval = int(checkpoint_interval)

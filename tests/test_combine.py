@@ -205,7 +205,7 @@ def test_a_session_with_small_direct_results_is_told_what_to_set(caplog):
 
     for value, hinted in ((None, True), ("4m", True), ("64m", False)):
         conf = SimpleNamespace(get=lambda key, v=value: v)
-        context = SimpleNamespace(getConf=lambda c=conf: c)
+        context = SimpleNamespace(_conf=conf)
         corpus = SimpleNamespace(train=SimpleNamespace(context=context))
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="sparklda.execution"):

@@ -705,3 +705,76 @@ def test_default_minibatch_follows_the_training_documents(spark, monkeypatch, pa
         assert corpus.n_slices == 4
     finally:
         corpus.unpersist()
+
+
+def test_the_validation_pass_tells_how_many_documents_are_held_out():
+    from sparklda.corpus import (
+        Holdout,
+        heldout_keys,
+        holdout_keys_summary,
+        known_heldout_docs,
+        merge_holdout_keys,
+    )
+    from sparklda.packs import make_pack
+
+    ids = np.arange(100, 160, dtype=np.int64)
+    lengths = np.ones(60, np.int64)
+    lengths[::7] = 0  # empty documents: never held out
+    pack = make_pack(ids, lengths, np.arange(lengths.sum()), np.ones(lengths.sum()))
+    nonempty = ids[lengths > 0]
+    keys = np.sort(heldout_keys(nonempty, 3))
+    by_count = Holdout.of(0.5, 10, 3)  # a count takes precedence over a fraction
+    assert by_count == Holdout(0.0, 10, 3) and Holdout.of(0.0, 0, 3) is None
+    whole = holdout_keys_summary(pack, by_count)
+    np.testing.assert_array_equal(whole, keys[:11])
+    assert known_heldout_docs({"holdout": (by_count, whole)}, by_count) == 10
+    # a tie with the 10th smallest key: not known without counting
+    tied = whole.copy()
+    tied[10] = tied[9]
+    assert known_heldout_docs({"holdout": (by_count, tied)}, by_count) is None
+    # gathered for another choice (or not at all): not known
+    assert known_heldout_docs({"holdout": (Holdout(0.0, 10, 4), whole)}, by_count) is None
+    assert known_heldout_docs({}, by_count) is None
+    frac = Holdout.of(0.25, None, 3)
+    n_below = int(np.count_nonzero(keys < 0.25))
+    assert holdout_keys_summary(pack, frac) == n_below
+    assert merge_holdout_keys(n_below, 2, frac) == n_below + 2
+    assert known_heldout_docs({"holdout": (frac, n_below)}, frac) == n_below
+    assert known_heldout_docs({}, None) == 0
+    merged = merge_holdout_keys(whole[:5], whole[3:], by_count)
+    np.testing.assert_array_equal(merged, np.sort(np.concatenate([whole[:5], whole[3:]]))[:11])
+    assert merge_holdout_keys(None, whole, by_count) is whole
+
+
+@pytest.mark.parametrize("holdout", [{"heldout_count": 7}, {"heldout_fraction": 0.2}])
+def test_corpus_building_runs_two_jobs_whatever_is_held_out(spark, holdout):
+    """Validation (which also chooses the held-out documents) and one job that caches
+    the training and the held-out blocks: no job to count either."""
+    from pyspark.ml.linalg import Vectors
+
+    rng = np.random.default_rng(0)
+    rows = [
+        (i, Vectors.sparse(30, {int(t): 1.0 + (i % 3) for t in rng.choice(30, 4, replace=False)}))
+        for i in range(120)
+    ]
+    df = spark.createDataFrame(rows, ["id", "features"]).repartition(3).cache()
+    df.count()
+    source = from_vectors(df, "features", id_col="id", vocab=[f"w{i}" for i in range(30)])
+    sc = spark.sparkContext
+    group = f"sparklda-build-jobs-{sorted(holdout)[0]}"
+    sc.setJobGroup(group, "corpus building")
+    try:
+        corpus = build_corpus(source, minibatch_size=40, seed=5, **holdout)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    jobs = sc.statusTracker().getJobIdsForGroup(group)
+    assert len(jobs) == 2, jobs
+    # the counts are the documents really cached
+    train_docs = sum(b.n_docs for b in corpus.train.collect())
+    held_docs = sum(h.n_docs for h in corpus.heldout.collect())
+    assert train_docs + held_docs == 120
+    if "heldout_count" in holdout:
+        assert held_docs == 7
+    assert int(corpus.slice_docs.sum()) == train_docs
+    assert len(corpus.slice_docs) == -(-train_docs // 40)
+    df.unpersist()

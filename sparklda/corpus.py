@@ -489,11 +489,18 @@ def from_vectors(
                 f"Column {id_col!r} (idCol) must be an integer column; got "
                 f"{df.schema[id_col].dataType.simpleString()}."
             )
-    with executor_errors(f"column {features_col!r}"):
-        first = df.select(features_col).dropna().head()
-    if first is None:
-        raise CorpusError(f"The corpus is empty: column {features_col!r} has no rows.")
-    size = int(first[0].size)
+    # the vectors' size: declared by the column (CountVectorizer's metadata), else the
+    # vocabulary's, else the first vector's (a Spark job). Every vector's size is
+    # checked against it when the corpus is validated.
+    size = declared_size(df, features_col)
+    if size is None and vocab is not None:
+        size = len(vocab)
+    if size is None:
+        with executor_errors(f"column {features_col!r}"):
+            first = df.select(features_col).dropna().head()
+        if first is None:
+            raise CorpusError(f"The corpus is empty: column {features_col!r} has no rows.")
+        size = int(first[0].size)
     if vocab is not None and len(vocab) != size:
         raise CorpusError(
             f"The vocabulary has {len(vocab)} terms but vectors in column "

@@ -219,8 +219,15 @@ def test_from_vectors_bad_input(spark):
         from_vectors(df, "id")
     with pytest.raises(CorpusError, match="idCol\\) must be an integer column"):
         from_vectors(df.selectExpr("cast(id as string) as sid", "features"), "features", "sid")
+    # the vocabulary gives the size; the vectors are checked against it when validated
+    with pytest.raises(CorpusError, match="must all have the vocabulary size 2; document 0 has"):
+        build_corpus(from_vectors(vector_df(spark, [[(0, 1.0)]]), "features", vocab=["a", "b"]))
+    # a size the column declares (CountVectorizer's metadata) is checked against it at once
+    declared = vector_df(spark, [[(0, 1.0)]]).withMetadata(
+        "features", {"ml_attr": {"num_attrs": 5}}
+    )
     with pytest.raises(CorpusError, match="vocabulary has 2 terms but vectors"):
-        from_vectors(vector_df(spark, [[(0, 1.0)]]), "features", vocab=["a", "b"])
+        from_vectors(declared, "features", vocab=["a", "b"])
     with pytest.raises(CorpusError, match="The corpus is empty"):
         build_corpus(from_vectors(vector_df(spark, [[], []]), "features"))
 

@@ -772,6 +772,7 @@ def render_markdown(
             f"{info['training_pairs']:,} | {info['vocab_size']:,} |"
         )
     lines += ["", "## Quality against time", ""]
+    lines += _stage_run(results, "quality")
     for c in results["corpora"]:
         lines += [
             f"### {c}",

@@ -290,7 +290,9 @@ def _prefetch_row(typingctx: Any, arr: Any, row: Any) -> tuple[Any, _Codegen] | 
         nbytes = builder.mul(ncols, ir.Constant(ncols.type, context.get_abi_sizeof(fty)))
         i32 = ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        prefetch = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        prefetch = builder.module.globals.get("llvm.prefetch.p0")
+        if prefetch is None:
+            prefetch = ir.Function(builder.module, fnty, "llvm.prefetch.p0")
         line = ir.Constant(ncols.type, 64)
         with cgutils.for_range_slice(builder, ir.Constant(ncols.type, 0), nbytes, line) as (
             offset,

@@ -1016,8 +1016,8 @@ def split_packs(
             )
         n = heldout_count
         known = holdout_summary(stats, Holdout.of(heldout_fraction, heldout_count, seed))
-        if known is not None and len(known) >= n:
-            threshold = float(known[n - 1])  # gathered by the validation pass
+        if known is not None:  # gathered by the validation pass (n < the documents)
+            threshold = float(known[n - 1])
         else:
 
             def smallest(it):
@@ -1147,7 +1147,7 @@ def build_corpus(
     try:
         with executor_errors(source.what):  # errors of the checks run on executors
             phase("reading", {})
-            holdout = Holdout.of(heldout_fraction, heldout_count or 0, seed)
+            holdout = Holdout.of(heldout_fraction, heldout_count, seed)
             stats = validate_packs(packs, source, holdout)
             phase("validated", _read_counts(stats))
             train_packs, held_packs = split_packs(

@@ -774,14 +774,17 @@ def test_corpus_building_runs_two_jobs_whatever_is_held_out(spark, holdout):
         corpus = build_corpus(source, minibatch_size=40, seed=5, **holdout)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
-    jobs = sc.statusTracker().getJobIdsForGroup(group)
-    assert len(jobs) == 2, jobs
-    # the counts are the documents really cached
-    train_docs = sum(b.n_docs for b in corpus.train.collect())
-    held_docs = sum(h.n_docs for h in corpus.heldout.collect())
-    assert train_docs + held_docs == 120
-    if "heldout_count" in holdout:
-        assert held_docs == 7
-    assert int(corpus.slice_docs.sum()) == train_docs
-    assert len(corpus.slice_docs) == -(-train_docs // 40)
-    df.unpersist()
+    try:
+        jobs = sc.statusTracker().getJobIdsForGroup(group)
+        assert len(jobs) == 2, jobs
+        # the counts are the documents really cached
+        train_docs = sum(b.n_docs for b in corpus.train.collect())
+        held_docs = sum(h.n_docs for h in corpus.heldout.collect())
+        assert train_docs + held_docs == 120
+        if "heldout_count" in holdout:
+            assert held_docs == 7
+        assert int(corpus.slice_docs.sum()) == train_docs
+        assert len(corpus.slice_docs) == -(-train_docs // 40)
+    finally:
+        corpus.unpersist()
+        df.unpersist()

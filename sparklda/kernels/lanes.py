@@ -270,7 +270,7 @@ def _prefetch_row(typingctx: Any, arr: Any, row: Any) -> tuple[Any, _Codegen] | 
     the row, for reading, kept in every cache level). It changes no value: a
     kernel that reads rows in an order known ahead (the next pairs' term rows)
     asks for them a few pairs early, so a row that is not in the caches (rare
-    terms of a large vocabulary: docs/architecture.md, "Kernels") arrives while
+    terms of a large vocabulary: docs/architecture.md, "Kernels and memory") arrives while
     the current pair is computed instead of stalling it. ``row`` must be a
     valid row index (not checked: an internal building block)."""
     if not (isinstance(arr, types.Array) and arr.ndim == 2 and arr.layout == "C"):

@@ -43,12 +43,13 @@ MIN_DEFAULT_MINIBATCH = 2000
 #: ... and at least this many per task, so each task keeps enough documents ...
 DEFAULT_DOCS_PER_TASK = 1000
 #: ... and, on large corpora, no more than this many rounds per pass.
-MAX_DEFAULT_ROUNDS_PER_PASS = 100
+MAX_DEFAULT_ROUNDS_PER_PASS = 50
 
 
 def default_minibatch_size(tasks_per_round: int, n_train_docs: int = 0) -> int:
     """The minibatch size when none is set:
-    ``max(2000, 1000 × tasks_per_round, ceil(n_train_docs / MAX_DEFAULT_ROUNDS_PER_PASS))``.
+    ``max(2000, 1000 × tasks_per_round, ceil(n_train_docs / MAX_DEFAULT_ROUNDS_PER_PASS))``
+    (50 rounds).
 
     ``tasks_per_round`` is ``parts_per_slice`` (by default the cluster's default
     parallelism), so the documents per task, which set how much of a round the
@@ -118,7 +119,7 @@ class TrainParams:
     #: Documents per round (|M|); the corpus is cut into minibatch slices of this size.
     #: 0 = :func:`default_minibatch_size` of the tasks per round and the training
     #: documents: 2000 (see docs/benchmarks.md, "Minibatch size"), 1000 per task on
-    #: larger clusters, and at most 100 rounds a pass on large corpora.
+    #: larger clusters, and at most 50 rounds a pass on large corpora.
     minibatch_size: int = 0
     #: SCVB0 burn-in passes over each document before the accumulating pass
     #: (docs/architecture.md, "SCVB0: the token's own share").

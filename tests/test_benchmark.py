@@ -315,6 +315,7 @@ def _stage_results():
             "path": "/y",
         },
         "k": 100,
+        "max_default_rounds": 100,
         "sparklda": {
             "minibatch_size": 7000,
             "default": True,
@@ -410,6 +411,7 @@ def test_stage_targets_and_sections_from_known_figures(tmp_path):
         "| 64 | executors | 7 | 9.000 | 8.880 | 1.000 | 0.1200 |",
         "## Throughput on a generated corpus",
         "**MLlib is timed on a fraction of a pass and scaled:**",
+        "(100 rounds; `sparklda.params.default_minibatch_size`: at most 100 rounds a pass)",
         "| scvb0 (default) | 7,000 (100) | 100.0 | 60.0 | 0.280 | -8.4100 |",
         "| scvb0 | 2,000 (350) | 250.0 | 90.0 | 0.200 | -8.4000 |",
         "the default minibatch (7,000 documents, 100 rounds) scores -8.4100 nats per held-out "

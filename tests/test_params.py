@@ -411,12 +411,12 @@ def test_default_minibatch_grows_with_the_tasks_per_round():
 def test_default_minibatch_caps_the_rounds_of_a_pass_on_large_corpora():
     from sparklda.params import MAX_DEFAULT_ROUNDS_PER_PASS, default_minibatch_size
 
-    assert MAX_DEFAULT_ROUNDS_PER_PASS == 100
-    # up to 200,000 training documents (on two cores) the default stays 2,000
+    assert MAX_DEFAULT_ROUNDS_PER_PASS == 50
+    # up to 100,000 training documents (on two cores) the default stays 2,000
     assert default_minibatch_size(2, 17_774) == 2000
-    assert default_minibatch_size(2, 200_000) == 2000
-    # beyond, a pass is at most 100 rounds
-    assert default_minibatch_size(2, 200_001) == 2001
-    assert default_minibatch_size(2, 700_000) == 7000
+    assert default_minibatch_size(2, 100_000) == 2000
+    # beyond, a pass is at most 50 rounds
+    assert default_minibatch_size(2, 100_001) == 2001
+    assert default_minibatch_size(2, 700_000) == 14_000
     assert default_minibatch_size(64, 700_000) == 64_000  # the tasks' floor wins
-    assert default_minibatch_size(64, 10_000_000) == 100_000
+    assert default_minibatch_size(64, 10_000_000) == 200_000

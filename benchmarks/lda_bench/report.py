@@ -1120,7 +1120,7 @@ def _throughput_section(results):
         + f"), K={th['k']}. SCVB0: one pass at the default minibatch, "
         f"{sp['minibatch_size']:,} documents ({sp['rounds']} round"
         f"{'s' if sp['rounds'] != 1 else ''}; `sparklda.params.default_minibatch_size`: "
-        "at most 100 rounds a pass), after an untimed small "
+        f"at most {th.get('max_default_rounds', 100)} rounds a pass), after an untimed small "
         "fit that starts the Python workers; its pass time is the fit's training time minus "
         "its corpus building. MLlib's online LDA runs on the same documents (the Parquet "
         "DataFrame, cached before timing) at "

@@ -47,7 +47,7 @@ import numpy as np
 from sparklda.api import fit
 from sparklda.cli.generate import generate, read_generated
 from sparklda.corpus import from_vectors
-from sparklda.params import TrainParams
+from sparklda.params import MAX_DEFAULT_ROUNDS_PER_PASS, TrainParams
 from sparklda.synthetic import CorpusSpec
 
 from .memory import PeakRSS
@@ -263,6 +263,8 @@ def run_throughput(spark, opts, results: dict):
     results["throughput"] = {
         "corpus": {**spec.to_dict(), **gen},
         "k": opts.throughput_k,
+        # the default's cap on the rounds of a pass when this ran
+        "max_default_rounds": MAX_DEFAULT_ROUNDS_PER_PASS,
         "sparklda": sparklda_row,
         "reference": reference[0] if reference else None,
         "mllib": mllib_row,

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from pyspark import StorageLevel
+from pyspark.rdd import portable_hash
 
 from .block import (
     DocBlock,
@@ -906,6 +907,24 @@ def heldout_block(docs, seed: int, dtype=np.float32) -> HeldoutBlock:
 # Layout
 
 
+def pruned(rdd, partitions: list[int] | None):
+    """``rdd`` restricted to ``partitions`` (in their order), without running a task on
+    the others: Spark's ``PartitionPruningRDD`` (classic sessions only). PySpark has
+    no partition-pruning RDD of its own (docs/architecture.md, "Corpus layout")."""
+    if partitions is None or list(partitions) == list(range(rdd.getNumPartitions())):
+        return rdd
+    from pyspark.rdd import RDD
+
+    sc = rdd.context
+    jvm = sc._jvm
+    keep = jvm.java.util.HashSet()
+    for p in partitions:
+        keep.add(int(p))
+    keep_set = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
+    jrdd = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd._jrdd.rdd(), keep_set)
+    return RDD(jrdd.toJavaRDD(), sc, rdd._jrdd_deserializer)
+
+
 @dataclass
 class Corpus:
     """Training blocks laid out by minibatch slice, plus held-out blocks.
@@ -1001,6 +1020,26 @@ def split_packs(
 ):
     """:func:`split_documents` of an RDD of packs: (training packs, held-out packs or
     None), the empty documents and zero counts dropped."""
+    tagged = tag_packs(packs, source, stats, heldout_fraction, heldout_count, seed)
+    if tagged is None:
+        return packs.map(clean_pack).filter(n_docs), None
+    return (
+        tagged.filter(lambda x: not x[0]).map(lambda x: x[1]),
+        tagged.filter(lambda x: x[0]).map(lambda x: x[1]),
+    )
+
+
+def tag_packs(
+    packs,
+    source: DocSource,
+    stats: dict,
+    heldout_fraction: float = 0.0,
+    heldout_count: int | None = None,
+    seed: int = 0,
+):
+    """The cleaned packs of an RDD of packs as ``(held, pack)``, each pack cut into its
+    training documents (``held`` False) and its held-out ones (True), empty packs
+    dropped; None when no document is held out."""
     _check_params(
         "split_documents", heldout_fraction=heldout_fraction, heldout_count=heldout_count, seed=seed
     )
@@ -1029,7 +1068,7 @@ def split_packs(
     elif heldout_fraction > 0:
         threshold = float(heldout_fraction)
     if threshold < 0:
-        return clean.filter(n_docs), None
+        return None
     by_count = bool(heldout_count)
 
     def tag(q):
@@ -1038,11 +1077,7 @@ def split_packs(
             return [(False, q)]
         return [(h, take_docs(q, np.flatnonzero(held == h))) for h in (False, True)]
 
-    tagged = clean.flatMap(tag).filter(lambda x: n_docs(x[1]) > 0)
-    return (
-        tagged.filter(lambda x: not x[0]).map(lambda x: x[1]),
-        tagged.filter(lambda x: x[0]).map(lambda x: x[1]),
-    )
+    return clean.flatMap(tag).filter(lambda x: n_docs(x[1]) > 0)
 
 
 def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | None = None):
@@ -1150,9 +1185,13 @@ def build_corpus(
             holdout = Holdout.of(heldout_fraction, heldout_count, seed)
             stats = validate_packs(packs, source, holdout)
             phase("validated", _read_counts(stats))
-            train_packs, held_packs = split_packs(
-                packs, source, stats, heldout_fraction, heldout_count, seed
-            )
+            # (held, pack): each pack cut into its training and held-out documents
+            tagged = tag_packs(packs, source, stats, heldout_fraction, heldout_count, seed)
+            if tagged is None:
+                tagged = packs.map(clean_pack).filter(n_docs).map(lambda q: (False, q))
+                n_held_parts = 0
+            else:
+                n_held_parts = sc.defaultParallelism
             phase("splitting", {})
             # the validation pass told how many documents are held out (a count job only
             # when two held-out keys tie)
@@ -1160,7 +1199,7 @@ def build_corpus(
             n_train = (
                 (stats["docs"] - stats["empty"] - n_held_known)
                 if n_held_known is not None
-                else train_packs.map(n_docs).sum()
+                else tagged.filter(lambda x: not x[0]).map(lambda x: n_docs(x[1])).sum()
             )
             phase("caching", {"training_documents": int(n_train)})
             if n_train == 0:
@@ -1175,27 +1214,42 @@ def build_corpus(
 
             def assign(it):
                 # one packed record per (input partition, block), not one per document:
-                # the shuffle's cost per record dominated corpus building
+                # the shuffle's cost per record dominated corpus building. Held-out
+                # documents go, one record each, to the partitions after the blocks'
+                # (those of heldout_blocks: the document id's hash), in the same shuffle,
+                # so the packs are read once
                 settle_heap()
                 groups: dict[int, list] = {}
-                for pack in it:
+                held: list = []
+                for is_held, pack in it:
+                    if is_held:
+                        held.extend(
+                            (n_parts + portable_hash(d[0]) % n_held_parts, d)
+                            for d in docs_of_pack(pack)
+                        )
+                        continue
                     parts = block_partitions(pack[0], seed, n_slices, p)
                     for part, sub in group_by(pack, parts):
                         groups.setdefault(part, []).append(sub)
                 # shuffled in the blocks' dtypes (int32 terms, counts in ``dtype``): half
                 # the bytes of the float64 packs, and the same block
-                return (
+                yield from (
                     (part, compact_pack(concat_packs(groups[part]), dtype))
                     for part in sorted(groups)
                 )
+                yield from held
 
             def make_block(it):
                 settle_heap()
                 yield DocBlock.from_packed((q for _, q in it), dtype=dtype)
 
+            def make_heldout(it):
+                settle_heap()
+                yield heldout_block((d for _, d in it), seed, dtype)
+
+            shuffled = tagged.mapPartitions(assign).partitionBy(n_parts + n_held_parts, lambda x: x)
             train = (
-                train_packs.mapPartitions(assign)
-                .partitionBy(n_parts, lambda x: x)
+                pruned(shuffled, list(range(n_parts)))
                 .mapPartitions(make_block, preservesPartitioning=True)
                 .setName("sparklda training blocks")
                 .persist(StorageLevel.MEMORY_ONLY)
@@ -1203,8 +1257,11 @@ def build_corpus(
 
             vocab_size = source.vocab_size
             heldout = (
-                heldout_blocks(held_packs.flatMap(docs_of_pack), seed, dtype)
-                if held_packs is not None
+                pruned(shuffled, list(range(n_parts, n_parts + n_held_parts)))
+                .mapPartitions(make_heldout)
+                .setName("sparklda held-out blocks")
+                .persist(StorageLevel.MEMORY_ONLY)
+                if n_held_parts
                 else None
             )
 
@@ -1218,8 +1275,7 @@ def build_corpus(
                         digest = terms_digest(b.terms, vocab_size)
                         yield b.n_docs, b.n_tokens, b.nnz, b.nbytes(), digest
 
-            # one job caches the training blocks and the held-out ones (its two shuffles'
-            # map stages run side by side)
+            # one job caches the training blocks and the held-out ones, after one shuffle
             both = train if heldout is None else train.union(heldout)
             measured = both.mapPartitions(measure).collect()
             per_part = [r for r in measured if len(r) > 1]

@@ -30,6 +30,7 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from . import SESSION_PROPERTIES
+from .corpus import pruned
 from .evaluation import HeldoutScore, completion_loglik
 from .kernels.warm import settle_heap, warm
 from .stats import TopicStats, concat_shards, merge_shard, shard_bounds, split_shards
@@ -213,24 +214,6 @@ def merge_pieces(items: Iterable) -> Iterator:
 
 def _shard_partition(s: int) -> int:
     return s
-
-
-def pruned(rdd, partitions: list[int] | None):
-    """``rdd`` restricted to ``partitions`` (in their order), without running a task on
-    the others: Spark's ``PartitionPruningRDD`` (classic sessions only). PySpark has
-    no partition-pruning RDD of its own (docs/architecture.md, "Corpus layout")."""
-    if partitions is None or list(partitions) == list(range(rdd.getNumPartitions())):
-        return rdd
-    from pyspark.rdd import RDD
-
-    sc = rdd.context
-    jvm = sc._jvm
-    keep = jvm.java.util.HashSet()
-    for p in partitions:
-        keep.add(int(p))
-    keep_set = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
-    jrdd = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd._jrdd.rdd(), keep_set)
-    return RDD(jrdd.toJavaRDD(), sc, rdd._jrdd_deserializer)
 
 
 # --------------------------------------------------------------------------

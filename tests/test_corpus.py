@@ -777,6 +777,16 @@ def test_corpus_building_runs_two_jobs_whatever_is_held_out(spark, holdout):
     try:
         jobs = sc.statusTracker().getJobIdsForGroup(group)
         assert len(jobs) == 2, jobs
+        # one shuffle carries the training and the held-out documents: the caching job
+        # runs its map stage and the stage that builds and caches the blocks
+        caching = sc.statusTracker().getJobInfo(max(jobs))
+        # (a stage of the source's own lineage shows up skipped: no task ran)
+        ran = [
+            info.name
+            for info in map(sc.statusTracker().getStageInfo, caching.stageIds)
+            if info is not None and info.numCompletedTasks > 0
+        ]
+        assert len(ran) == 2, ran
         # the counts are the documents really cached
         train_docs = sum(b.n_docs for b in corpus.train.collect())
         held_docs = sum(h.n_docs for h in corpus.heldout.collect())

@@ -1001,31 +1001,13 @@ def split_documents(
     ``heldout_fraction`` those whose hash falls below it. The held-out RDD is
     None when nothing is held out.
     """
-    train, held = split_packs(
-        source_packs(source), source, stats, heldout_fraction, heldout_count, seed
-    )
-    return (
-        train.flatMap(docs_of_pack),
-        held.flatMap(docs_of_pack) if held is not None else None,
-    )
-
-
-def split_packs(
-    packs,
-    source: DocSource,
-    stats: dict,
-    heldout_fraction: float = 0.0,
-    heldout_count: int | None = None,
-    seed: int = 0,
-):
-    """:func:`split_documents` of an RDD of packs: (training packs, held-out packs or
-    None), the empty documents and zero counts dropped."""
+    packs = source_packs(source)
     tagged = tag_packs(packs, source, stats, heldout_fraction, heldout_count, seed)
     if tagged is None:
-        return packs.map(clean_pack).filter(n_docs), None
+        return packs.map(clean_pack).filter(n_docs).flatMap(docs_of_pack), None
     return (
-        tagged.filter(lambda x: not x[0]).map(lambda x: x[1]),
-        tagged.filter(lambda x: x[0]).map(lambda x: x[1]),
+        tagged.filter(lambda x: not x[0]).flatMap(lambda x: docs_of_pack(x[1])),
+        tagged.filter(lambda x: x[0]).flatMap(lambda x: docs_of_pack(x[1])),
     )
 
 

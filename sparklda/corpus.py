@@ -1001,13 +1001,12 @@ def split_documents(
     ``heldout_fraction`` those whose hash falls below it. The held-out RDD is
     None when nothing is held out.
     """
-    packs = source_packs(source)
-    tagged = tag_packs(packs, source, stats, heldout_fraction, heldout_count, seed)
-    if tagged is None:
-        return packs.map(clean_pack).filter(n_docs).flatMap(docs_of_pack), None
+    tagged, holding = tag_packs(
+        source_packs(source), source, stats, heldout_fraction, heldout_count, seed
+    )
     return (
         tagged.filter(lambda x: not x[0]).flatMap(lambda x: docs_of_pack(x[1])),
-        tagged.filter(lambda x: x[0]).flatMap(lambda x: docs_of_pack(x[1])),
+        tagged.filter(lambda x: x[0]).flatMap(lambda x: docs_of_pack(x[1])) if holding else None,
     )
 
 
@@ -1019,9 +1018,10 @@ def tag_packs(
     heldout_count: int | None = None,
     seed: int = 0,
 ):
-    """The cleaned packs of an RDD of packs as ``(held, pack)``, each pack cut into its
-    training documents (``held`` False) and its held-out ones (True), empty packs
-    dropped; None when no document is held out."""
+    """``(tagged, holding)``: the cleaned packs of an RDD of packs as ``(held, pack)``,
+    each pack cut into its training documents (``held`` False) and its held-out ones
+    (True), empty packs dropped; ``holding`` False when no document is held out (then
+    every ``held`` is False)."""
     _check_params(
         "split_documents", heldout_fraction=heldout_fraction, heldout_count=heldout_count, seed=seed
     )
@@ -1050,7 +1050,7 @@ def tag_packs(
     elif heldout_fraction > 0:
         threshold = float(heldout_fraction)
     if threshold < 0:
-        return None
+        return clean.filter(n_docs).map(lambda q: (False, q)), False
     by_count = bool(heldout_count)
 
     def tag(q):
@@ -1059,7 +1059,7 @@ def tag_packs(
             return [(False, q)]
         return [(h, take_docs(q, np.flatnonzero(held == h))) for h in (False, True)]
 
-    return clean.flatMap(tag).filter(lambda x: n_docs(x[1]) > 0)
+    return clean.flatMap(tag).filter(lambda x: n_docs(x[1]) > 0), True
 
 
 def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | None = None):
@@ -1168,12 +1168,8 @@ def build_corpus(
             stats = validate_packs(packs, source, holdout)
             phase("validated", _read_counts(stats))
             # (held, pack): each pack cut into its training and held-out documents
-            tagged = tag_packs(packs, source, stats, heldout_fraction, heldout_count, seed)
-            if tagged is None:
-                tagged = packs.map(clean_pack).filter(n_docs).map(lambda q: (False, q))
-                n_held_parts = 0
-            else:
-                n_held_parts = sc.defaultParallelism
+            tagged, holding = tag_packs(packs, source, stats, heldout_fraction, heldout_count, seed)
+            n_held_parts = sc.defaultParallelism if holding else 0
             phase("splitting", {})
             # the validation pass told how many documents are held out (a count job only
             # when two held-out keys tie)

@@ -425,6 +425,12 @@ def test_stage_targets_and_sections_from_known_figures(tmp_path):
         "mllib-online-tuned's 5-pass held-out log-likelihood (-7.2500",
     ):
         assert needle in text, needle
+    # the throughput section names the cap of the run's default, not today's; results
+    # from before the cap was recorded ran with 100
+    results["throughput"]["max_default_rounds"] = 50
+    assert "at most 50 rounds a pass" in "\n".join(report._throughput_section(results))
+    del results["throughput"]["max_default_rounds"]
+    assert "at most 100 rounds a pass" in "\n".join(report._throughput_section(results))
     # without the stages' results, none of their sections appears
     plain = report.render_markdown(_fake_results(), [], paths, str(tmp_path))
     for title in ("## Tasks per round", "## Throughput", "## Startup", "## Spark Connect"):

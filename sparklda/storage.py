@@ -195,7 +195,7 @@ class SparkFiles:
             if target is None:
                 return
             jvm_path = self.spark._jvm.org.apache.hadoop.fs.Path(
-                target, f".sparklda-probe-{uuid.uuid4().hex}"
+                target, f"{PROBE_PREFIX}{uuid.uuid4().hex}"
             )
             probe = fs.create(jvm_path, False)
             probe.close()
@@ -507,7 +507,8 @@ class CommittedDir:
 
     def cleanup(self, keep: Commit, keep_last: int = 1, extra: tuple[str, ...] = ()) -> None:
         """Delete versions older than the ``keep_last`` newest committed ones, uncommitted
-        versions (a crashed save's), their records and the ``extra`` entries."""
+        versions (a crashed save's), their records, the write probes a killed save left
+        (:meth:`Files.check_writable`) and the ``extra`` entries."""
         commits = self.commits()
         kept = {c.version for c in commits[-keep_last:]} | {keep.version}
         for c in commits:
@@ -516,7 +517,8 @@ class CommittedDir:
         self._known = [c for c in commits if c.version in kept]
         for name in self.files.children(self.root):
             version = name.startswith("v") and len(name) == 16 and name[7] == "-"
-            if (version and name not in kept) or name in extra:
+            probe = name.startswith(PROBE_PREFIX)
+            if (version and name not in kept) or probe or name in extra:
                 self.files.delete(f"{self.root}/{name}")
 
     def remove(self) -> None:
@@ -553,6 +555,10 @@ def join_state(scalars: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[s
         node[last] = arr
     return out
 
+
+#: Name prefix of the empty file :meth:`Files.check_writable` creates and deletes: a
+#: process killed between the two leaves it, and the next save's cleanup deletes it.
+PROBE_PREFIX = ".sparklda-probe-"
 
 #: Staging directory of :func:`write_output`: a hidden sibling of the output path.
 STAGING_SUFFIX = ".sparklda-staging"

@@ -104,7 +104,11 @@ def test_save_refuses_to_overwrite_and_is_atomic(tmp_path, monkeypatch):
     np.testing.assert_array_equal(TopicModel.load(path).topic_word, good.topic_word)
     stale = [n for n in os.listdir(path) if n.startswith("v000001-")]
     assert len(stale) == 1  # the crashed save's uncommitted version
-    # the next save commits, and removes the stale and the superseded versions
+    # a save killed between creating and deleting its write probe leaves the empty file
+    from sparklda.storage import PROBE_PREFIX
+
+    (tmp_path / "model" / f"{PROBE_PREFIX}0123abcd").write_text("")
+    # the next save commits, and removes the stale and the superseded versions, and the probe
     newer = small_model(seed=4)
     newer.save(path, overwrite=True)
     np.testing.assert_array_equal(TopicModel.load(path).topic_word, newer.topic_word)

@@ -384,7 +384,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "minibatch_size",
         int,
         0,
-        doc="Documents per round (0: max(2000, 1000 × tasks per round, training documents / 100)).",
+        doc="Documents per round (0: max(2000, 1000 × tasks per round, training documents / "
+        f"{MAX_DEFAULT_ROUNDS_PER_PASS})).",
     ),
     Constraint(
         "burnin",

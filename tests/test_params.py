@@ -420,3 +420,19 @@ def test_default_minibatch_caps_the_rounds_of_a_pass_on_large_corpora():
     assert default_minibatch_size(2, 700_000) == 14_000
     assert default_minibatch_size(64, 700_000) == 64_000  # the tasks' floor wins
     assert default_minibatch_size(64, 10_000_000) == 200_000
+
+
+def test_the_minibatch_descriptions_name_the_cap_in_use():
+    """The parameter's documentation (TrainParams, the estimator's Param, the README's
+    configuration table) states the default's rule with the cap the code applies."""
+    import os
+
+    from sparklda.ml import LDA
+    from sparklda.params import BY_NAME, MAX_DEFAULT_ROUNDS_PER_PASS
+
+    rule = f"max(2000, 1000 × tasks per round, training documents / {MAX_DEFAULT_ROUNDS_PER_PASS})"
+    assert rule in BY_NAME["minibatch_size"].doc
+    assert rule in LDA().getParam("minibatchSize").doc
+    readme = os.path.join(os.path.dirname(__file__), "..", "README.md")
+    with open(readme, encoding="utf-8") as f:
+        assert f"`minibatch_size` (0: {rule})" in f.read()

@@ -32,6 +32,7 @@ from ..params import (
     BY_NAME,
     DEFAULT_ALPHA,
     DEFAULT_ETA,
+    MAX_DEFAULT_ROUNDS_PER_PASS,
     Constraint,
     TrainParams,
     check_param,
@@ -259,7 +260,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         Params._dummy(),
         "minibatchSize",
         "Documents per round (|M| in Foulds et al. 2013). >= 0; 0 (the default): "
-        "max(2000, 1000 × tasks per round, training documents / 100).",
+        f"max(2000, 1000 × tasks per round, training documents / {MAX_DEFAULT_ROUNDS_PER_PASS}).",
         typeConverter=TypeConverters.toInt,
     )
     stepScale = Param(

@@ -108,7 +108,7 @@ def cluster(tmp_path_factory):
                         return state
                 except OSError:
                     pass
-                time.sleep(1)
+                time.sleep(0.25)
                 continue
             break
         raise RuntimeError(
@@ -129,6 +129,9 @@ def cluster(tmp_path_factory):
                 str(ui_port),
             ],
         )
+        # workers started before the master listens fail their first registration and
+        # retry only after Spark's initial back-off (5-15 s): wait for the master first
+        wait_for_workers(0)
         for i in range(2):
             start(
                 f"worker{i}",

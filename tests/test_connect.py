@@ -216,7 +216,7 @@ id_col = "id"
         proc = _run_infer(cfg, url, env)
         assert "scored 151 documents with 4 topics" in proc.stdout
     assert os.path.exists(out / "_SUCCESS")
-    _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path)
+    _infer_uci_and_text_like_classic(spark, connect, base, tmp_path)
     assert not [n for n in os.listdir(tmp_path) if "sparklda-staging" in n]
     rows = spark.read.parquet(str(out)).collect()
     got = {r.doc_id: np.asarray(r.topicDistribution) for r in rows}
@@ -239,10 +239,13 @@ def _run_infer(cfg, url, env):
     return proc
 
 
-def _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path):
+def _infer_uci_and_text_like_classic(spark, connect, base, tmp_path):
     """UCI files (with a declared document that has no entry) and one-document-a-line
-    text, scored by the job against the Connect server (read with DataFrame readers,
-    terms matched to the model's vocabulary by name) as the classic session scores them."""
+    text, scored by the infer job's ``run`` in the Connect session (read with DataFrame
+    readers, terms matched to the model's vocabulary by name) as the classic session
+    scores them. In this process: the job's own command line and output lines are
+    checked by the Parquet runs above, and each new process costs a new Connect session
+    (new Python workers on the server)."""
     from sparklda.cli import infer
     from sparklda.cli.config import load_config
     from tests.conftest import CONNECT_MODE
@@ -266,7 +269,7 @@ def _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path):
             f'[infer]\nmodel = "{base / "model"}"\noutput = "{tmp_path / name}"\n'
             f"[infer.input]\n{table}\n"
         )
-        proc = _run_infer(cfg, url, env)
+        remote = infer.run(connect, load_config(str(cfg), []))
         had = os.environ.pop(CONNECT_MODE, None)
         try:
             classic_cfg = load_config(str(cfg), [f"infer.output={tmp_path / (name + '-classic')}"])
@@ -277,8 +280,8 @@ def _infer_uci_and_text_like_classic(spark, base, url, env, tmp_path):
         n = report["documents"]
         assert n == (41 if name == "uci" else len(lines) + 1)
         assert report["unknown_term_tokens"] > 0
-        assert f"scored {n} documents with 4 topics" in proc.stdout
-        assert f"({report['unknown_term_tokens']:.0f} tokens of terms unknown" in proc.stdout
+        assert remote["documents"] == n
+        assert remote["unknown_term_tokens"] == report["unknown_term_tokens"]
         got = {
             r.doc_id: np.asarray(r.topicDistribution)
             for r in spark.read.parquet(str(tmp_path / name)).collect()

@@ -508,7 +508,7 @@ class CommittedDir:
     def cleanup(self, keep: Commit, keep_last: int = 1, extra: tuple[str, ...] = ()) -> None:
         """Delete versions older than the ``keep_last`` newest committed ones, uncommitted
         versions (a crashed save's), their records, the write probes a killed save left
-        (:meth:`Files.check_writable`) and the ``extra`` entries."""
+        (:meth:`SparkFiles.check_writable`) and the ``extra`` entries."""
         commits = self.commits()
         kept = {c.version for c in commits[-keep_last:]} | {keep.version}
         for c in commits:
@@ -556,7 +556,7 @@ def join_state(scalars: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[s
     return out
 
 
-#: Name prefix of the empty file :meth:`Files.check_writable` creates and deletes: a
+#: Name prefix of the empty file :meth:`SparkFiles.check_writable` creates and deletes: a
 #: process killed between the two leaves it, and the next save's cleanup deletes it.
 PROBE_PREFIX = ".sparklda-probe-"
 

@@ -164,7 +164,7 @@ def warm_up(spark, bc, spec: CorpusSpec, opts: Options) -> dict:
     from pyspark.ml.clustering import LDA
 
     out = {}
-    modes = [parse_system(s) for s in opts.systems if parse_system(s)[0] in ALGORITHMS]
+    modes = [m for m in map(parse_system, opts.systems) if m[0] in ALGORITHMS]
     if modes:
         base, overrides = modes[0]
         params = mode_params(bc, spec, opts, base, overrides, passes=1, eval_every=0)

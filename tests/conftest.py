@@ -9,16 +9,32 @@ import sys
 
 import pytest
 
-#: Every JVM the tests start through spark-submit (this run's Spark drivers, the jobs the
-#: tests run in their own processes, the Spark Connect server) lives a few seconds to a
-#: few minutes: C1-only JIT compilation costs a small training job about 30% less CPU
-#: than the default tiered compilation (22 against 30 CPU-seconds), and the suite is
-#: CPU-bound on two cores. Test-only: the library and its jobs leave the JVM's defaults.
-_TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1"
-if _TEST_JVM_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+from tests.jvm_share import archive_path, jvm_options, start_archive
+
+#: The JVM options of every JVM the tests start through spark-submit: C1-only compilation
+#: and a class-data sharing archive (tests/jvm_share.py). Test-only: the library and its
+#: jobs leave the JVM's defaults.
+TEST_JVM_OPTS = jvm_options(archive_path())
+if TEST_JVM_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
     os.environ["SPARK_SUBMIT_OPTS"] = (
-        os.environ.get("SPARK_SUBMIT_OPTS", "") + " " + _TEST_JVM_OPTS
+        os.environ.get("SPARK_SUBMIT_OPTS", "") + " " + TEST_JVM_OPTS
     ).strip()
+
+_archive_thread = None
+
+
+def pytest_configure(config):
+    """The controller (or the one pytest process) starts making the archive, if this
+    machine has none yet; the JVMs started before it is in place run without it."""
+    global _archive_thread
+    archive = archive_path()
+    if archive and not hasattr(config, "workerinput"):
+        _archive_thread = start_archive(archive)
+
+
+def pytest_unconfigure(config):
+    if _archive_thread is not None:
+        _archive_thread.join(timeout=600)
 
 
 @pytest.fixture(scope="session")

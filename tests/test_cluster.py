@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from sparklda.model import TopicModel
+from tests.conftest import TEST_JVM_OPTS
 from tests.helpers import (
     ROOT,
     TRAIN_JOB,
@@ -73,6 +74,10 @@ def cluster(tmp_path_factory):
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_LOG_DIR=str(base / "logs"),
         SPARK_WORKER_DIR=str(base / "work"),
+        # the master's and workers' JVMs: the test run's options (tests/jvm_share.py)
+        SPARK_DAEMON_JAVA_OPTS=" ".join(
+            filter(None, (os.environ.get("SPARK_DAEMON_JAVA_OPTS"), TEST_JVM_OPTS))
+        ),
     )
     procs: list[subprocess.Popen] = []
     logs = []

@@ -145,14 +145,13 @@ def test_pipelines_write_overwrite_and_load_under_connect(spark, trained, connec
 
 
 @pytest.mark.slow
-def test_same_script_runs_under_connect_with_pyspark_lda_and_sparklda(spark, connect, tmp_path):
-    """The drop-in script of tests/test_ml.py against the Connect session, for pyspark's LDA
-    (Spark Connect ML) and sparklda's; sparklda's model equals the one the same script
-    trains in the classic session on the same rows (one Parquet dataset, so both sessions
-    read the same partitions). sparklda's fit under Connect is the DataFrame-only
-    training executor (docs/architecture.md, "Spark Connect")."""
-    from pyspark.ml.clustering import LDA as SparkLDA
-
+def test_same_script_runs_under_connect_as_in_the_classic_session(spark, connect, tmp_path):
+    """The drop-in script of tests/test_ml.py (written for pyspark's LDA) with sparklda's
+    LDA against the Connect session: it runs, and gives what it gives in the classic
+    session on the same rows (one Parquet dataset, so both sessions read the same
+    partitions): the same model, scores and output schemas. tests/test_ml.py shows the
+    classic run's schemas equal to pyspark's LDA's. sparklda's fit under Connect is the
+    DataFrame-only training executor (docs/architecture.md, "Spark Connect")."""
     import sparklda
     from tests.conftest import CONNECT_MODE
     from tests.test_ml import lda_script
@@ -168,19 +167,15 @@ def test_same_script_runs_under_connect_with_pyspark_lda_and_sparklda(spark, con
     finally:
         if had is not None:
             os.environ[CONNECT_MODE] = had
-    words_c = connect.read.parquet(path)
-    theirs = lda_script(SparkLDA, words_c, str(tmp_path / "pyspark"))
-    ours = lda_script(sparklda.LDA, words_c, str(tmp_path / "sparklda"))
-    for res in (theirs, ours):
-        assert res["matrix_shape"] == (res["vocab_size"], K)
-        assert res["describe_rows"] == K and res["pipeline_rows"] == len(rows)
-        for doc_id, th in res["theta"].items():
-            np.testing.assert_allclose(res["theta_loaded"][doc_id], th, atol=1e-9)
+    ours = lda_script(sparklda.LDA, connect.read.parquet(path), str(tmp_path / "sparklda"))
+    assert ours["matrix_shape"] == (ours["vocab_size"], K)
+    assert ours["describe_rows"] == K and ours["pipeline_rows"] == len(rows)
+    for doc_id, th in ours["theta"].items():
+        np.testing.assert_allclose(ours["theta_loaded"][doc_id], th, atol=1e-9)
     for key in ("transform_schema", "describe_schema", "pipeline_schema", "vocab_size"):
-        assert ours[key] == theirs[key], key
+        assert ours[key] == classic[key], key
     assert ours["pipeline_stage"] == "LDAModel"
     # the same model as the classic session's, and the same scores
-    assert ours["vocab_size"] == classic["vocab_size"]
     np.testing.assert_allclose(ours["topics"], classic["topics"], rtol=1e-5)
     assert ours["theta"].keys() == classic["theta"].keys()
     for doc_id, th in classic["theta"].items():
@@ -192,7 +187,8 @@ def test_same_script_runs_under_connect_with_pyspark_lda_and_sparklda(spark, con
 def test_infer_job_against_the_connect_server(spark, trained, connect, tmp_path):
     """``sparklda-infer --remote sc://...``: Parquet vectors in, topic distributions out,
     equal to the classic transform; run twice, the second replaces the first (staged,
-    ``_SUCCESS`` last) and leaves no staging directory. UCI and text inputs are read
+    ``_SUCCESS`` last) and leaves no staging directory (the second run by the job's
+    ``run`` in this process). UCI and text inputs are read
     with DataFrame readers and scored as in the classic session."""
     base = trained["base"]
     url = f"sc://{connect.client._builder.url.netloc}"
@@ -212,10 +208,17 @@ id_col = "id"
 """
     )
     env = job_env(PYTHONPATH=ROOT, SPARK_CONNECT_MODE_ENABLED=None, SPARK_REMOTE=None)
-    for _ in range(2):
-        proc = _run_infer(cfg, url, env)
-        assert "scored 151 documents with 4 topics" in proc.stdout
+    proc = _run_infer(cfg, url, env)
+    assert "scored 151 documents with 4 topics" in proc.stdout
     assert os.path.exists(out / "_SUCCESS")
+    first = os.stat(out / "_SUCCESS").st_mtime_ns
+    # run again (by the job's run, in this process: a second process would be another
+    # Connect session, with new Python workers on the server): the output is replaced
+    from sparklda.cli import infer
+    from sparklda.cli.config import load_config
+
+    assert infer.run(connect, load_config(str(cfg), []))["documents"] == 151
+    assert os.stat(out / "_SUCCESS").st_mtime_ns != first
     _infer_uci_and_text_like_classic(spark, connect, base, tmp_path)
     assert not [n for n in os.listdir(tmp_path) if "sparklda-staging" in n]
     rows = spark.read.parquet(str(out)).collect()

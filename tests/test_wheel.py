@@ -72,7 +72,7 @@ def test_wheel_contents(venv):
     assert not any(n.startswith(("tests/", "jobs/")) for n in names)
 
 
-def test_installed_console_scripts_train_and_score(venv, tmp_path):
+def test_installed_console_scripts_train_and_start(venv, tmp_path):
     venv_dir, _ = venv
     bin_dir = venv_dir / "bin"
     # no checkout on the path, no activated venv, no PYSPARK_PYTHON
@@ -126,20 +126,19 @@ def test_installed_console_scripts_train_and_score(venv, tmp_path):
     assert metrics["report"]["corpus"]["documents_read"] == 3430
     assert (model / "commits").is_dir()  # a committed model directory
 
-    scored = run(
-        [
-            bin_dir / "sparklda-infer",
-            "--config",
-            "my.toml",
-            "--set",
-            f"output.model={model}",
-            "--set",
-            "infer.output=topics.parquet",
-        ],
-        env=env,
-        cwd=tmp_path,
-    )
-    assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-5000:]
-    assert "scored 3430 documents with 5 topics" in scored.stdout
-    report = json.loads((tmp_path / "topics.parquet" / "_report.json").read_text())
-    assert report["documents"] == 3430 and report["k"] == 5
+    # the other console scripts start from the venv's package too (their jobs' runs are
+    # tests/test_infer_job.py's and tests/test_generate.py's: a Spark run here would
+    # re-check them at the cost of another driver JVM)
+    for script, config in (("sparklda-infer", "warmstart"), ("sparklda-generate", None)):
+        shown = run(
+            [bin_dir / script, *(("--print-config", config) if config else ("--help",))],
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        if config:
+            with open(os.path.join(ROOT, "conf", f"{config}.toml")) as f:
+                assert shown.stdout == f.read()
+        else:
+            assert "usage: sparklda-generate" in shown.stdout

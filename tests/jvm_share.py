@@ -88,6 +88,25 @@ def jvm_options(archive: str | None) -> str:
     return f"{C1_ONLY} -XX:SharedArchiveFile={archive}" if archive else C1_ONLY
 
 
+#: the making of an archive works in a directory of this prefix (removed when done)
+WORK_PREFIX = "sparklda-cds-"
+
+
+def _remove_stale_work(age_s: float = 3600.0) -> None:
+    """Remove what makings killed with their test run left (a partial archive is about
+    190 MB): work directories older than ``age_s``."""
+    import time
+
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        path = os.path.join(base, name)
+        try:
+            if name.startswith(WORK_PREFIX) and time.time() - os.path.getmtime(path) > age_s:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def start_archive(archive: str) -> threading.Thread | None:
     """Make ``archive`` in the background unless it exists; returns the thread that
     renames it into place once its JVM has exited (None: nothing to do)."""
@@ -95,7 +114,11 @@ def start_archive(archive: str) -> threading.Thread | None:
         return None
     import pyspark
 
-    work = tempfile.mkdtemp(prefix="sparklda-cds-")
+    _remove_stale_work()
+    try:
+        work = tempfile.mkdtemp(prefix=WORK_PREFIX)
+    except OSError:  # no writable temporary directory: the JVMs run without an archive
+        return None
     partial = os.path.join(work, "archive.jsa")
     script = os.path.join(work, "workload.py")
     with open(script, "w") as f:

@@ -194,6 +194,7 @@ from sparklda.io import resolve_sample
 master, config, out = sys.argv[1], sys.argv[2], sys.argv[3]
 spark = (SparkSession.builder.master(master).appName("sparklda-cluster-test")
          .config("spark.executor.memory", "512m").config("spark.default.parallelism", "2")
+         .config("spark.executor.extraJavaOptions", sys.argv[5])
          .config("spark.ui.enabled", "true").config("spark.ui.port", sys.argv[4])
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.task.maxDirectResultSize", "64m").getOrCreate())
@@ -201,7 +202,7 @@ sc = spark.sparkContext
 shipped = ship_package(spark)
 files = sc.parallelize(range(8), 8).mapPartitions(
     lambda _: [__import__("sparklda").__file__]).collect()
-params = train_params(load_config(config, sys.argv[5:]))
+params = train_params(load_config(config, sys.argv[6:]))
 source = read_uci(spark, resolve_sample("sample:kos/docword.txt.gz"),
                   resolve_sample("sample:kos/vocab.txt"))
 result = fit(source, params)
@@ -222,7 +223,16 @@ def _drive(tmp_path, master: str, name: str) -> tuple[np.ndarray, dict]:
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     out = run(
-        [sys.executable, script, master, CONFIG, tmp_path / name, free_port(), *SETTINGS],
+        [
+            sys.executable,
+            script,
+            master,
+            CONFIG,
+            tmp_path / name,
+            free_port(),
+            TEST_JVM_OPTS,  # the executors' JVMs: the test run's options (tests/jvm_share.py)
+            *SETTINGS,
+        ],
         timeout=900,
         env=job_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
         cwd=tmp_path,
@@ -264,6 +274,8 @@ def test_spark_submit_job_runs_on_the_cluster_with_spark_submits_settings(
         f"spark.pyspark.python={sys.executable}",
         "--conf",
         "spark.default.parallelism=2",
+        "--conf",  # the executors' JVMs: the test run's options (tests/jvm_share.py)
+        f"spark.executor.extraJavaOptions={TEST_JVM_OPTS}",
         TRAIN_JOB,
         "--config",
         CONFIG,

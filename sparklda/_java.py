@@ -15,10 +15,17 @@ MESSAGE = (
 )
 
 
+def java_executable() -> str | None:
+    """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH
+    (None: no ``java`` on PATH; the JAVA_HOME path is returned even when it is missing)."""
+    home = os.environ.get("JAVA_HOME")
+    return os.path.join(home, "bin", "java") if home else shutil.which("java")
+
+
 def java_problem() -> str | None:
     """None when a usable Java (17+) is found, else a sentence saying what is wrong."""
     home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    java = java_executable()
     if not java or not os.path.exists(java):
         return MESSAGE.format(
             problem="no `java` was found"

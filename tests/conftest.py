@@ -33,6 +33,8 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    """Wait for the archive's JVM (about 30 s on a machine that had none), so that the
+    archive is renamed into place for the next run rather than left half made."""
     if _archive_thread is not None:
         _archive_thread.join(timeout=600)
 

@@ -54,9 +54,10 @@ def _key() -> str | None:
     """A key of this machine's Java and pyspark (None: no usable java)."""
     import pyspark
 
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java:
+    from sparklda._java import java_executable
+
+    java = java_executable()
+    if not java or not os.path.exists(java):
         return None
     try:
         version = subprocess.run(

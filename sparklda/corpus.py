@@ -1005,8 +1005,12 @@ def split_documents(
         source_packs(source), source, stats, heldout_fraction, heldout_count, seed
     )
     return (
-        tagged.filter(lambda x: not x[0]).flatMap(lambda x: docs_of_pack(x[1])),
-        tagged.filter(lambda x: x[0]).flatMap(lambda x: docs_of_pack(x[1])) if holding else None,
+        tagged.filter(lambda x: not x[0]).flatMap(lambda x: docs_of_pack(make_pack(*x[1]))),
+        (
+            tagged.filter(lambda x: x[0]).flatMap(lambda x: docs_of_pack(make_pack(*x[1])))
+            if holding
+            else None
+        ),
     )
 
 

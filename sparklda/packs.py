@@ -2,7 +2,9 @@
 
 A *pack* is ``(ids int64 (n,), lengths int64 (n,), terms int64 (nnz,), counts
 float64 (nnz,))``: document ``j`` owns the ``lengths[j]`` pairs that follow those
-of documents ``0..j-1``. It is the form
+of documents ``0..j-1``. A pack read back from bytes (:func:`pack_from_bytes`)
+may hold int32 lengths and terms and float32 counts instead, when those are
+exact; every function here takes either. It is the form
 :meth:`sparklda.block.DocBlock.from_packed` reads, and the form corpus building
 works on: reading, validating, cleaning, holding out and assigning documents to
 blocks are each a few array operations per pack instead of Python steps per
@@ -171,7 +173,7 @@ def check_pack(pack: Pack, vocab_size: int) -> dict:
         "docs": n,
         "empty": int(n - has_positive.sum()),
         "nnz": int(positive.sum()),
-        "tokens": float(counts[positive].sum()),
+        "tokens": float(counts[positive].sum(dtype=np.float64)),
         "problems": problems,
         "max_id": int(ids.max()) if n else -1,
     }
@@ -243,29 +245,65 @@ def slice_docs(pack: Pack, a: int, b: int) -> Pack:
 # --------------------------------------------------------------------------
 # Bytes (one record of a shuffle or of a binary column)
 
-_HEADER = struct.Struct("<qq")
+_HEADER = struct.Struct("<qqq")
+_I32 = np.iinfo(np.int32)
+#: flag bits of a record's header: which arrays travel in 4 bytes instead of 8
+_LENGTHS32, _TERMS32, _COUNTS32 = 1, 2, 4
+
+
+def _fits_int32(a: np.ndarray) -> bool:
+    return not len(a) or (int(a.min()) >= _I32.min and int(a.max()) <= _I32.max)
+
+
+def _exact_float32(a: np.ndarray) -> np.ndarray | None:
+    """``a`` as float32 when that loses nothing (NaN kept as NaN), else None."""
+    narrow = a.astype(np.float32)
+    return narrow if np.array_equal(narrow, a, equal_nan=True) else None
 
 
 def pack_to_bytes(pack: Pack) -> bytes:
-    ids, lengths, terms, counts = make_pack(*pack)
-    return b"".join(
-        (
-            _HEADER.pack(len(ids), len(terms)),
-            ids.tobytes(),
-            lengths.tobytes(),
-            terms.tobytes(),
-            counts.tobytes(),
-        )
-    )
+    """The pack as one record: lengths and terms in int32 and counts in float32 whenever
+    that is exact (term counts are integers far below 2^24), else in 8 bytes; half the
+    bytes every later step copies between the JVM and Python
+    (docs/architecture.md, "Corpus layout"). :func:`pack_from_bytes` reads it back in
+    the dtypes it was written in."""
+    ids, lengths, terms, counts = (np.asarray(a) for a in pack)
+    flags = 0
+    if _fits_int32(lengths):
+        flags |= _LENGTHS32
+        lengths = lengths.astype(np.int32, copy=False)
+    if _fits_int32(terms):
+        flags |= _TERMS32
+        terms = terms.astype(np.int32, copy=False)
+    narrow = _exact_float32(np.asarray(counts, dtype=np.float64))
+    if narrow is not None:
+        flags |= _COUNTS32
+        counts = narrow
+    parts = [
+        np.asarray(ids, dtype=np.int64),
+        np.asarray(lengths, dtype=np.int32 if flags & _LENGTHS32 else np.int64),
+        np.asarray(terms, dtype=np.int32 if flags & _TERMS32 else np.int64),
+        np.asarray(counts, dtype=np.float32 if flags & _COUNTS32 else np.float64),
+    ]
+    return b"".join((_HEADER.pack(len(ids), len(terms), flags), *(a.tobytes() for a in parts)))
 
 
 def pack_from_bytes(data: bytes) -> Pack:
-    n, nnz = _HEADER.unpack_from(data, 0)
+    """A pack of :func:`pack_to_bytes` (views of ``data``), its arrays in the dtypes they
+    travelled in: int32 lengths and terms and float32 counts when they were exact in
+    them. Every function of this module takes such a pack; :func:`make_pack` gives the
+    canonical dtypes."""
+    n, nnz, flags = _HEADER.unpack_from(data, 0)
     at = _HEADER.size
     out = []
-    for count, dtype in ((n, np.int64), (n, np.int64), (nnz, np.int64), (nnz, np.float64)):
+    for count, dtype in (
+        (n, np.int64),
+        (n, np.int32 if flags & _LENGTHS32 else np.int64),
+        (nnz, np.int32 if flags & _TERMS32 else np.int64),
+        (nnz, np.float32 if flags & _COUNTS32 else np.float64),
+    ):
         out.append(np.frombuffer(data, dtype=dtype, count=count, offset=at))
-        at += count * 8
+        at += count * np.dtype(dtype).itemsize
     if at != len(data):
         raise ValueError(f"a packed record of {len(data)} bytes holds {at} bytes of documents")
     return tuple(out)  # type: ignore[return-value]

@@ -221,3 +221,40 @@ def test_unique_inverse_is_numpys(high):
         np.testing.assert_array_equal(uniq, expected)
         np.testing.assert_array_equal(inverse, expected_inverse.ravel())
         assert uniq.dtype == expected.dtype
+
+
+def test_pack_bytes_are_compact_when_exact_and_wide_when_not():
+    ids = np.array([7, 3], np.int64)
+    lengths = np.array([2, 1], np.int64)
+    terms = np.array([1, 5, 2], np.int64)
+    counts = np.array([1.0, 3.0, 2.0])
+    data = pack_to_bytes((ids, lengths, terms, counts))
+    back = pack_from_bytes(data)
+    # 24 bytes of header, ids in 8 bytes, lengths and terms in 4, counts in 4
+    assert len(data) == 24 + 2 * 8 + 2 * 4 + 3 * 4 + 3 * 4
+    assert [a.dtype for a in back] == [np.int64, np.int32, np.int32, np.float32]
+    assert check_pack(back, 10) == check_pack((ids, lengths, terms, counts), 10)
+    # what 4 bytes cannot hold exactly travels in 8: a fraction, a count above 2^24,
+    # a NaN beside them, a term id beyond int32
+    for odd_counts, odd_terms in (
+        (np.array([0.1, 3.0, 2.0]), terms),
+        (np.array([2.0**24 + 1, 3.0, np.nan]), terms),
+        (counts, np.array([1, 2**40, 2], np.int64)),
+    ):
+        back = pack_from_bytes(pack_to_bytes((ids, lengths, odd_terms, odd_counts)))
+        np.testing.assert_array_equal(back[2], odd_terms)
+        np.testing.assert_array_equal(back[3], odd_counts)
+        assert back[2].dtype == (np.int64 if odd_terms is not terms else np.int32)
+        assert back[3].dtype == (np.float64 if odd_counts is not counts else np.float32)
+
+
+def test_the_tokens_of_a_float32_pack_are_summed_in_float64():
+    # 2^24 + 3 ones: a float32 sum stops at 2^24
+    n = 2**24 + 3
+    pack = (
+        np.array([0], np.int64),
+        np.array([n], np.int32),
+        np.zeros(n, np.int32),
+        np.ones(n, np.float32),
+    )
+    assert check_pack(pack, 1)["tokens"] == float(n)

@@ -57,6 +57,7 @@ from .packs import (
     make_pack,
     merge_checks,
     n_docs,
+    narrow_pack,
     pack_from_bytes,
     pack_of,
     pack_starts,
@@ -521,7 +522,13 @@ def from_vectors(
         return (row_id, *vector_to_arrays(vec, size, what, row_id, check_counts=False))
 
     def packs():
-        frame, _ = _vector_documents_frame(df, features_col, id_col, size, what, packed=True)
+        # each Arrow batch read straight into a pack, kept in the exact narrow dtypes
+        sel, offsets = _vector_selection(df, features_col, id_col, what)
+        batches = arrow_batch_rdd(sel)
+        if batches is not None:
+            to_pack = _vector_batch_pack(size, what, offsets)
+            return batches.map(lambda b: narrow_pack(to_pack(b)))
+        frame = sel.mapInArrow(_vector_documents(size, what, offsets, packed=True), "pack binary")
         return frame.rdd.map(lambda r: pack_from_bytes(r[0]))
 
     if id_col is not None:
@@ -1614,30 +1621,41 @@ def vectors_to_pack(col, ids: np.ndarray, size: int, what: str) -> Pack:
     return make_pack(ids, lengths, terms[keep], values[keep])
 
 
+def _vector_batch_pack(size: int, what: str, offsets: np.ndarray | None):
+    """The pack of an Arrow batch of :func:`_vector_selection`'s columns: the vectors
+    (``_v``, Arrow struct of a Spark ML vector), ids from ``_id`` or, without one, the
+    row's position in the DataFrame (``offsets`` of each partition plus the row's index
+    in it: zipWithIndex's ids)."""
+    mask = (1 << 33) - 1
+
+    def run(batch) -> Pack:
+        if offsets is None:
+            id_col = batch.column("_id")
+            if id_col.null_count:
+                raise CorpusError(
+                    f"The id column of {what} (idCol) has a null; every document needs an id."
+                )
+            ids = id_col.to_numpy(zero_copy_only=False)
+        else:
+            p = batch.column("_p").to_numpy(zero_copy_only=False)
+            m = batch.column("_m").to_numpy(zero_copy_only=False)
+            ids = offsets[p] + (m & mask)
+        return vectors_to_pack(batch.column("_v"), ids, size, what)
+
+    return run
+
+
 def _vector_documents(size: int, what: str, offsets: np.ndarray | None, packed: bool = False):
-    """mapInArrow: the documents of a vector column (``_v``, Arrow struct of a Spark ML
-    vector), ids from ``_id`` or, without one, the row's position in the DataFrame
-    (``offsets`` of each partition plus the row's index in it: zipWithIndex's ids).
-    Batches of :data:`DOCS_SCHEMA`, or with ``packed`` one ``pack`` (binary) row per
-    batch (:func:`sparklda.packs.pack_to_bytes`)."""
+    """mapInArrow: the documents of :func:`_vector_selection`'s batches
+    (:func:`_vector_batch_pack`), as batches of :data:`DOCS_SCHEMA`, or with ``packed``
+    one ``pack`` (binary) row per batch (:func:`sparklda.packs.pack_to_bytes`)."""
     import pyarrow as pa
 
-    mask = (1 << 33) - 1
+    to_pack = _vector_batch_pack(size, what, offsets)
 
     def run(batches):
         for batch in batches:
-            if offsets is None:
-                id_col = batch.column("_id")
-                if id_col.null_count:
-                    raise CorpusError(
-                        f"The id column of {what} (idCol) has a null; every document needs an id."
-                    )
-                ids = id_col.to_numpy(zero_copy_only=False)
-            else:
-                p = batch.column("_p").to_numpy(zero_copy_only=False)
-                m = batch.column("_m").to_numpy(zero_copy_only=False)
-                ids = offsets[p] + (m & mask)
-            pack = vectors_to_pack(batch.column("_v"), ids, size, what)
+            pack = to_pack(batch)
             if packed:
                 yield pa.RecordBatch.from_pydict(
                     {"pack": pa.array([pack_to_bytes(pack)], pa.binary())}
@@ -1648,9 +1666,56 @@ def _vector_documents(size: int, what: str, offsets: np.ndarray | None, packed: 
     return run
 
 
+def arrow_batch_rdd(df):
+    """An RDD of ``df``'s rows as pyarrow RecordBatches, read on the executors straight
+    from the JVM's Arrow form (classic sessions), or None where this Spark has no such
+    form (then callers use ``mapInArrow``).
+
+    A DataFrame's public ways into a Python RDD (``df.rdd``) pickle every row in the
+    JVM, binary columns as text: about 3 s per GB here, on top of the read. This is
+    Spark's own Arrow export of a Dataset (``toArrowBatchRdd``, the one ``toPandas``
+    builds on), each record an Arrow IPC message of one batch in the schema pyspark
+    derives for ``df`` (docs/architecture.md, "Corpus layout")."""
+    from pyspark import RDD
+    from pyspark.serializers import NoOpSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        jrdd = df._jdf.toArrowBatchRdd().toJavaRDD()
+        schema = to_arrow_schema(df.schema)
+    except Exception as e:  # another Spark: no Arrow export of a Dataset to Python
+        log.debug("no Arrow batches of a Dataset (%s); reading through mapInArrow", e)
+        return None
+
+    def read(data):
+        import pyarrow as pa
+
+        return pa.ipc.read_record_batch(pa.py_buffer(data), schema)
+
+    return RDD(jrdd, df.sparkSession.sparkContext, NoOpSerializer()).map(read)
+
+
 def _quoted(name: str) -> str:
     """A column name as a SQL identifier."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def _vector_selection(df, features_col: str, id_col: str | None, what: str):
+    """``(sel, offsets)``: the columns :func:`_vector_batch_pack` reads (``_id``, or
+    ``_p`` and ``_m`` with each partition's first position ``offsets``, from a count
+    job, when there is no id column)."""
+    # SQL text, not pyspark.sql.functions: its Columns follow the process-wide Spark
+    # Connect mode, not the DataFrame's session
+    vec = f"{_quoted(features_col)} AS _v"
+    if id_col is not None:
+        return df.selectExpr(f"CAST({_quoted(id_col)} AS BIGINT) AS _id", vec), None
+    sel = df.selectExpr("spark_partition_id() AS _p", "monotonically_increasing_id() AS _m", vec)
+    with executor_errors(what):
+        counts = {int(r[0]): int(r[1]) for r in sel.groupBy("_p").count().collect()}
+    n = max(counts, default=-1) + 1
+    per_part = np.array([counts.get(i, 0) for i in range(n)], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(per_part)[:-1]]).astype(np.int64)
+    return sel, offsets
 
 
 def _vector_documents_frame(
@@ -1659,19 +1724,8 @@ def _vector_documents_frame(
     """The documents of a vector column as a DataFrame of :data:`DOCS_SCHEMA` (or, with
     ``packed``, of packs: ``pack binary``, one row per Arrow batch) and the DataFrames
     it cached (none)."""
-    # SQL text, not pyspark.sql.functions: its Columns follow the process-wide Spark
-    # Connect mode, not the DataFrame's session
     schema = "pack binary" if packed else DOCS_SCHEMA
-    vec = f"{_quoted(features_col)} AS _v"
-    if id_col is not None:
-        sel = df.selectExpr(f"CAST({_quoted(id_col)} AS BIGINT) AS _id", vec)
-        return sel.mapInArrow(_vector_documents(size, what, None, packed), schema), []
-    sel = df.selectExpr("spark_partition_id() AS _p", "monotonically_increasing_id() AS _m", vec)
-    with executor_errors(what):
-        counts = {int(r[0]): int(r[1]) for r in sel.groupBy("_p").count().collect()}
-    n = max(counts, default=-1) + 1
-    per_part = np.array([counts.get(i, 0) for i in range(n)], np.int64)
-    offsets = np.concatenate([[0], np.cumsum(per_part)[:-1]]).astype(np.int64)
+    sel, offsets = _vector_selection(df, features_col, id_col, what)
     return sel.mapInArrow(_vector_documents(size, what, offsets, packed), schema), []
 
 

@@ -257,28 +257,39 @@ def _fits_int32(a: np.ndarray) -> bool:
 
 def _exact_float32(a: np.ndarray) -> np.ndarray | None:
     """``a`` as float32 when that loses nothing (NaN kept as NaN), else None."""
-    narrow = a.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrow = a.astype(np.float32)
     return narrow if np.array_equal(narrow, a, equal_nan=True) else None
 
 
-def pack_to_bytes(pack: Pack) -> bytes:
-    """The pack as one record: lengths and terms in int32 and counts in float32 whenever
-    that is exact (term counts are integers far below 2^24), else in 8 bytes; half the
-    bytes every later step copies between the JVM and Python
-    (docs/architecture.md, "Corpus layout"). :func:`pack_from_bytes` reads it back in
-    the dtypes it was written in."""
+def narrow_pack(pack: Pack) -> Pack:
+    """The pack with int32 lengths and terms and float32 counts wherever that is exact
+    (term counts are integers far below 2^24), the other arrays as they are: half the
+    bytes for every later step to copy, pickle or keep (docs/architecture.md, "Corpus
+    layout"). Every function of this module takes such a pack."""
     ids, lengths, terms, counts = (np.asarray(a) for a in pack)
+    if lengths.dtype != np.int32 and _fits_int32(lengths):
+        lengths = lengths.astype(np.int32)
+    if terms.dtype != np.int32 and _fits_int32(terms):
+        terms = terms.astype(np.int32)
+    if counts.dtype != np.float32:
+        narrow = _exact_float32(counts)
+        if narrow is not None:
+            counts = narrow
+    return ids, lengths, terms, counts
+
+
+def pack_to_bytes(pack: Pack) -> bytes:
+    """The pack as one record, its arrays narrowed where exact (:func:`narrow_pack`);
+    :func:`pack_from_bytes` reads it back in the dtypes it was written in."""
+    ids, lengths, terms, counts = narrow_pack(pack)
     flags = 0
-    if _fits_int32(lengths):
+    if lengths.dtype == np.int32:
         flags |= _LENGTHS32
-        lengths = lengths.astype(np.int32, copy=False)
-    if _fits_int32(terms):
+    if terms.dtype == np.int32:
         flags |= _TERMS32
-        terms = terms.astype(np.int32, copy=False)
-    narrow = _exact_float32(np.asarray(counts, dtype=np.float64))
-    if narrow is not None:
+    if counts.dtype == np.float32:
         flags |= _COUNTS32
-        counts = narrow
     parts = [
         np.asarray(ids, dtype=np.int64),
         np.asarray(lengths, dtype=np.int32 if flags & _LENGTHS32 else np.int64),

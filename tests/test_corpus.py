@@ -141,14 +141,28 @@ def _blocks(corpus):
     )
 
 
+@pytest.mark.parametrize("arrow_export", [True, False], ids=["arrow-export", "mapInArrow"])
 @pytest.mark.parametrize("id_col", ["id", None])
-def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(spark, id_col):
+def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(
+    spark, id_col, arrow_export, monkeypatch
+):
     """A classic session reads a vector column in packs (Arrow batches, no Python step
-    per row); its documents and blocks are those of the row-by-row reading."""
+    per row): from Spark's Arrow export of the DataFrame, or through mapInArrow where
+    this Spark has none. Its documents and blocks are those of the row-by-row reading."""
     from pyspark.ml.linalg import Vectors
 
+    import sparklda.corpus
     from sparklda.corpus import source_packs
     from sparklda.packs import docs_of_pack
+
+    exported = []
+    real = sparklda.corpus.arrow_batch_rdd
+
+    def export(df):
+        exported.append(df)
+        return real(df) if arrow_export else None
+
+    monkeypatch.setattr(sparklda.corpus, "arrow_batch_rdd", export)
 
     rng = np.random.default_rng(0)
     rows = []
@@ -166,11 +180,13 @@ def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(spark, id_col
     df = spark.createDataFrame(rows, ["id", "features"]).repartition(3)
     src = from_vectors(df, "features", id_col=id_col)
     assert src.packs is not None
-    packed = [
-        (d, t.tolist(), c.tolist())
-        for q in source_packs(src).collect()
-        for d, t, c in docs_of_pack(q)
-    ]
+    packs = source_packs(src).collect()
+    assert len(exported) == 1
+    # exact counts and term ids travel in 4 bytes (sparklda.packs.narrow_pack)
+    assert {(q[1].dtype, q[2].dtype, q[3].dtype) for q in packs} == {
+        (np.dtype(np.int32), np.dtype(np.int32), np.dtype(np.float32))
+    }
+    packed = [(d, t.tolist(), c.tolist()) for q in packs for d, t, c in docs_of_pack(q)]
     packed.sort()
     by_row = sorted((d, list(t), list(c)) for d, t, c in src.rdd.collect())
     assert packed == by_row and len(packed) == 300
@@ -798,3 +814,22 @@ def test_corpus_building_runs_two_jobs_whatever_is_held_out(spark, holdout):
     finally:
         corpus.unpersist()
         df.unpersist()
+
+
+def test_arrow_batch_rdd_holds_the_rows_of_the_dataframe(spark):
+    """Spark's Arrow export of a DataFrame (the classic reading of a vector column):
+    one RecordBatch per record, every row once, in the schema pyspark gives it."""
+    from pyspark.ml.linalg import Vectors
+
+    from sparklda.corpus import arrow_batch_rdd
+
+    rows = [(i, Vectors.sparse(7, {i % 7: float(i + 1)})) for i in range(50)]
+    df = spark.createDataFrame(rows, ["id", "features"]).repartition(3)
+    batches = arrow_batch_rdd(df)
+    assert batches is not None and batches.getNumPartitions() == 3
+    got = sorted(
+        (i, v["indices"], v["values"])
+        for b in batches.collect()
+        for i, v in zip(b.column("id").to_pylist(), b.column("features").to_pylist(), strict=True)
+    )
+    assert got == [(i, [i % 7], [float(i + 1)]) for i in range(50)]

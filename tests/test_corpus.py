@@ -141,7 +141,11 @@ def _blocks(corpus):
     )
 
 
-@pytest.mark.parametrize("arrow_export", [True, False], ids=["arrow-export", "mapInArrow"])
+@pytest.mark.parametrize(
+    "arrow_export",
+    [True, pytest.param(False, marks=pytest.mark.slow)],
+    ids=["arrow-export", "mapInArrow"],
+)
 @pytest.mark.parametrize("id_col", ["id", None])
 def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(
     spark, id_col, arrow_export, monkeypatch

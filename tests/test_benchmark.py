@@ -855,11 +855,22 @@ def test_driver_memory_is_the_jvms_not_only_the_confs(spark):
 
     assert said("8g", int(7.1 * gib)) == "8g"
     assert said("8g", int(0.96 * gib)) == "8g set, but the JVM's heap is 1.0 GiB"
+    # spark-submit --driver-memory 12g, then a builder's 8g
+    assert said("8g", int(11.5 * gib)) == "8g set, but the JVM's heap is 11.5 GiB"
     assert said("4096", int(3.6 * gib)) == "4096"  # unit-less: MiB, as Spark reads it
     assert said("4096", int(0.9 * gib)) == "4096 set, but the JVM's heap is 0.9 GiB"
     assert said(None, int(0.9 * gib)) == "1g"
     assert said("8g", None) == "8g"  # no JVM to ask
     assert said("lots", int(gib)) == "lots"
+
+
+def test_under_spark_submit_the_session_keeps_its_driver_memory(monkeypatch):
+    """spark-submit --driver-memory sized the JVM already: the benchmark's own
+    --driver-memory (default 8g) must not overwrite it in the conf the report reads."""
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    assert cli.session_settings("8g")["spark.driver.memory"] == "8g"
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # spark-submit's Python
+    assert "spark.driver.memory" not in cli.session_settings("8g")
 
 
 def test_the_report_names_how_the_run_was_started(monkeypatch):

@@ -713,20 +713,29 @@ def launch_command() -> str:
     return COMMAND if "PYSPARK_GATEWAY_PORT" in os.environ else "python benchmarks/run.py"
 
 
+def session_settings(driver_memory: str) -> dict:
+    """The benchmark session's properties. ``spark.driver.memory`` only where this process
+    starts the JVM: under spark-submit the JVM's heap is spark-submit's
+    ``--driver-memory``, which the conf then keeps for the report."""
+    settings = {
+        **sparklda.SESSION_PROPERTIES,  # as the jobs: round results straight to the driver
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.python.worker.reuse": "true",
+    }
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        settings["spark.driver.memory"] = driver_memory
+    return settings
+
+
 def build_session(master: str | None, driver_memory: str):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("sparklda-benchmark")
     master = master or (None if SparkConf().contains("spark.master") else "local[2]")
     if master:
         builder = builder.master(master)
-    settings = {
-        **sparklda.SESSION_PROPERTIES,  # as the jobs: round results straight to the driver
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": driver_memory,
-        "spark.sql.shuffle.partitions": "4",
-        "spark.python.worker.reuse": "true",
-    }
+    settings = session_settings(driver_memory)
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

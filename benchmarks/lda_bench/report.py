@@ -90,8 +90,9 @@ def machine_info(spark=None) -> dict:
 
 def _driver_memory(sc) -> str:
     """The driver's memory as the JVM has it: ``spark.driver.memory`` is read when the JVM
-    starts, so a value set after ``spark-submit`` started it without ``--driver-memory``
-    is in the conf but not in the heap (the JVM's maximum heap is given beside it then)."""
+    starts, so a value set after ``spark-submit`` started it (with its own
+    ``--driver-memory`` or without one) is in the conf but not in the heap: the JVM's
+    maximum heap is given beside it when the two differ, either way."""
     conf = sc.getConf().get("spark.driver.memory", "1g")
     try:
         heap = int(sc._jvm.java.lang.Runtime.getRuntime().maxMemory())
@@ -99,7 +100,7 @@ def _driver_memory(sc) -> str:
         wanted = int(sc._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsMb(conf)) << 20
     except Exception:  # no gateway, or a value Spark does not read: the conf is all there is
         return conf
-    if heap >= 0.8 * wanted:  # the JVM keeps a little of -Xmx from its maximum heap
+    if 0.8 * wanted <= heap <= 1.1 * wanted:  # the JVM keeps a little of -Xmx from it
         return conf
     return f"{conf} set, but the JVM's heap is {heap / 2**30:.1f} GiB"
 

@@ -2,9 +2,9 @@
 
 A *pack* is ``(ids int64 (n,), lengths int64 (n,), terms int64 (nnz,), counts
 float64 (nnz,))``: document ``j`` owns the ``lengths[j]`` pairs that follow those
-of documents ``0..j-1``. A pack read back from bytes (:func:`pack_from_bytes`)
-may hold int32 lengths and terms and float32 counts instead, when those are
-exact; every function here takes either. It is the form
+of documents ``0..j-1``. A narrowed pack (:func:`narrow_pack`, and every pack read
+back by :func:`pack_from_bytes`) holds int32 lengths and terms and float32 counts
+instead, where those are exact; every function here takes either. It is the form
 :meth:`sparklda.block.DocBlock.from_packed` reads, and the form corpus building
 works on: reading, validating, cleaning, holding out and assigning documents to
 blocks are each a few array operations per pack instead of Python steps per
@@ -279,24 +279,29 @@ def narrow_pack(pack: Pack) -> Pack:
     return ids, lengths, terms, counts
 
 
+def _record_dtypes(flags: int) -> tuple:
+    """The dtypes of a record's four arrays under its header's ``flags``."""
+    return (
+        np.int64,
+        np.int32 if flags & _LENGTHS32 else np.int64,
+        np.int32 if flags & _TERMS32 else np.int64,
+        np.float32 if flags & _COUNTS32 else np.float64,
+    )
+
+
 def pack_to_bytes(pack: Pack) -> bytes:
     """The pack as one record, its arrays narrowed where exact (:func:`narrow_pack`);
     :func:`pack_from_bytes` reads it back in the dtypes it was written in."""
-    ids, lengths, terms, counts = narrow_pack(pack)
-    flags = 0
-    if lengths.dtype == np.int32:
-        flags |= _LENGTHS32
-    if terms.dtype == np.int32:
-        flags |= _TERMS32
-    if counts.dtype == np.float32:
-        flags |= _COUNTS32
-    parts = [
-        np.asarray(ids, dtype=np.int64),
-        np.asarray(lengths, dtype=np.int32 if flags & _LENGTHS32 else np.int64),
-        np.asarray(terms, dtype=np.int32 if flags & _TERMS32 else np.int64),
-        np.asarray(counts, dtype=np.float32 if flags & _COUNTS32 else np.float64),
-    ]
-    return b"".join((_HEADER.pack(len(ids), len(terms), flags), *(a.tobytes() for a in parts)))
+    narrow = narrow_pack(pack)
+    flags = (
+        (_LENGTHS32 if narrow[1].dtype == np.int32 else 0)
+        | (_TERMS32 if narrow[2].dtype == np.int32 else 0)
+        | (_COUNTS32 if narrow[3].dtype == np.float32 else 0)
+    )
+    parts = (np.asarray(a, dtype=d) for a, d in zip(narrow, _record_dtypes(flags), strict=True))
+    return b"".join(
+        (_HEADER.pack(len(narrow[0]), len(narrow[2]), flags), *(a.tobytes() for a in parts))
+    )
 
 
 def pack_from_bytes(data: bytes) -> Pack:
@@ -307,12 +312,7 @@ def pack_from_bytes(data: bytes) -> Pack:
     n, nnz, flags = _HEADER.unpack_from(data, 0)
     at = _HEADER.size
     out = []
-    for count, dtype in (
-        (n, np.int64),
-        (n, np.int32 if flags & _LENGTHS32 else np.int64),
-        (nnz, np.int32 if flags & _TERMS32 else np.int64),
-        (nnz, np.float32 if flags & _COUNTS32 else np.float64),
-    ):
+    for count, dtype in zip((n, n, nnz, nnz), _record_dtypes(flags), strict=True):
         out.append(np.frombuffer(data, dtype=dtype, count=count, offset=at))
         at += count * np.dtype(dtype).itemsize
     if at != len(data):

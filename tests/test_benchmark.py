@@ -892,3 +892,31 @@ def test_connect_mode_hides_spark_submits_master(monkeypatch):
     assert os.environ["MASTER"] == "local[*]" and connect.CONNECT_MODE not in os.environ
     with connect.connect_mode(False):
         assert os.environ["MASTER"] == "local[*]"
+
+
+def test_merge_into_takes_a_quality_run_and_refuses_a_run_with_no_stage(tmp_path):
+    """--merge-into of a quality-stage run replaces the quality figures (the page's
+    targets are computed from them) and names that run; a run holding no stage's
+    figures is refused instead of being listed as merged while changing nothing."""
+    base = _fake_results()
+    base["tasks"] = {"rows": [1]}
+    base["notes"] = {"1": "kept"}
+    base_path = tmp_path / "base.json"
+    base_path.write_text(json.dumps(base))
+    later = {k: v for k, v in _fake_results().items() if k not in cli.MERGE_KEYS}
+    for p in later["points"]:
+        p["elapsed_s"] /= 2
+    later["meta"] = {**later["meta"], "command": "run.py --only quality", "date": "later"}
+    later["notes"] = {"1": "the run's own"}
+    merged = cli.merge_into(str(base_path), later)
+    assert merged["points"] == later["points"] != base["points"]
+    assert merged["systems"] == later["systems"] and merged["corpora"] == later["corpora"]
+    assert merged["tasks"] == base["tasks"] and merged["notes"] == {"1": "kept"}
+    assert merged["stage_runs"]["quality"]["command"] == "run.py --only quality"
+    assert merged["meta"]["merged"] == [
+        {"stages": ["quality"], "command": "run.py --only quality", "date": "later"}
+    ]
+    assert merged["meta"]["command"] == "x"  # the page's head still names the full run
+    empty = {"meta": later["meta"], "corpora": {}, "systems": {}, "points": []}
+    with pytest.raises(ValueError, match="no stage's figures"):
+        cli.merge_into(str(base_path), empty)

@@ -627,14 +627,28 @@ def merge_into(path: str, results: dict) -> dict:
     """The results of ``path`` with the stages this run measured added (replacing that
     stage's earlier figures); the run's command and date are listed under
     ``meta.merged``. The priors stage's rows of (corpus, mode) pairs this run did not
-    measure are kept. The quality stage's figures are not merged (run it in full).
-    Each merged stage's run (command, date, machine) goes to ``stage_runs``, which the
-    page shows at the top of the stage's section; the priors stage lists every run
-    whose rows it keeps."""
+    measure are kept. The quality stage (its corpora, systems and points) replaces the
+    earlier quality stage as a whole. Each merged stage's run (command, date, machine)
+    goes to ``stage_runs``, which the page shows at the top of the stage's section;
+    the priors stage lists every run whose rows it keeps. A run with none of these
+    stages is an error: merging it would change nothing but the list of merged runs."""
     with open(path) as f:
         base = json.load(f)
     earlier_priors = base.get("priors")
     stages = [k for k in MERGE_KEYS if results.get(k)]
+    quality = bool(results.get("systems"))
+    if not stages and not quality:
+        raise ValueError(
+            f"--merge-into {path}: the results to merge hold no stage's figures "
+            f"(none of quality, {', '.join(MERGE_KEYS)})"
+        )
+    if quality:  # as the other stages: the notes stay those of ``path``
+        notes = base.get("notes")
+        base = merge_stages(base, results, ["quality"])
+        if notes is None:
+            base.pop("notes", None)
+        else:
+            base["notes"] = notes
     runs = base.setdefault("stage_runs", {})
     for key in stages:
         base[key] = results[key]
@@ -658,7 +672,11 @@ def merge_into(path: str, results: dict) -> dict:
             "rows": kept + new["rows"],
         }
     base["meta"].setdefault("merged", []).append(
-        {"stages": stages, "command": results["meta"]["command"], "date": results["meta"]["date"]}
+        {
+            "stages": (["quality"] if quality else []) + stages,
+            "command": results["meta"]["command"],
+            "date": results["meta"]["date"],
+        }
     )
     return base
 

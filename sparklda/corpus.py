@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 from pyspark import StorageLevel
-from pyspark.rdd import portable_hash
 
 from .block import (
     DocBlock,
@@ -735,28 +734,53 @@ def validate_packs(packs, source: DocSource, holdout: Holdout | None = None) -> 
     """:func:`validate` of an RDD of the source's documents in packs. With ``holdout``
     the same pass also gathers what choosing the held-out documents needs
     (:func:`holdout_keys_summary`), in ``stats["holdout"]``: no job of its own."""
+    return validate_and_keep(packs, source, holdout)[0]
+
+
+def validate_and_keep(
+    packs,
+    source: DocSource,
+    holdout: Holdout | None = None,
+    keep_pairs: int = 0,
+    warm: Callable[[], object] | None = None,
+) -> tuple[dict, list | None]:
+    """``(stats, kept)``: :func:`validate_packs`, and, when the documents have at most
+    ``keep_pairs`` (document, term) pairs, their packs as the validation pass read them
+    (``kept``, brought to the driver by the same job; None otherwise). Each partition
+    keeps its packs while they hold at most ``keep_pairs`` / the number of partitions
+    pairs, so the driver never receives more than ``keep_pairs``. ``warm`` is called
+    once in every task (the kernels loaded in the workers, as the caching job does)."""
     vocab_size = source.vocab_size
+    cap = int(keep_pairs) // max(1, packs.getNumPartitions()) if keep_pairs > 0 else -1
 
     def check(it):
         settle_heap()
-        if holdout is None:
-            yield check_packs(it, vocab_size), None
-            return
-        summary, keys = empty_summary(), None
+        if warm is not None:
+            warm()
+        summary, keys, pairs = empty_summary(), None, 0
+        kept: list | None = [] if cap >= 0 else None
         for pack in it:
             summary = merge_checks(summary, check_pack(pack, vocab_size))
-            keys = merge_holdout_keys(keys, holdout_keys_summary(pack, holdout), holdout)
-        yield summary, keys
+            if holdout is not None:
+                keys = merge_holdout_keys(keys, holdout_keys_summary(pack, holdout), holdout)
+            if kept is not None:
+                pairs += len(pack[2])
+                if pairs <= cap:
+                    kept.append(pack)
+                else:
+                    kept = None
+        yield summary, keys, kept
 
     def merge(a, b):
-        return merge_checks(a[0], b[0]), merge_holdout_keys(a[1], b[1], holdout)
+        both = None if a[2] is None or b[2] is None else a[2] + b[2]
+        return merge_checks(a[0], b[0]), merge_holdout_keys(a[1], b[1], holdout), both
 
     with executor_errors(source.what):
-        stats, keys = packs.mapPartitions(check).reduce(merge)
+        stats, keys, kept = packs.mapPartitions(check).reduce(merge)
     stats = check_counts(source, stats)
     if holdout is not None:
         stats["holdout"] = (holdout, keys)
-    return stats
+    return stats, kept
 
 
 @dataclass(frozen=True)
@@ -1033,12 +1057,55 @@ def tag_packs(
     each pack cut into its training documents (``held`` False) and its held-out ones
     (True), empty packs dropped; ``holding`` False when no document is held out (then
     every ``held`` is False)."""
+    clean = packs.map(clean_pack)
+
+    def smallest(n: int) -> float:
+        def part(it):
+            keys = [heldout_keys(q[0], seed) for q in it]
+            return iter(np.sort(np.concatenate(keys))[:n].tolist() if keys else ())
+
+        with executor_errors(source.what):
+            return clean.mapPartitions(part).takeOrdered(n)[-1]
+
+    threshold = holdout_threshold(source, stats, heldout_fraction, heldout_count, seed, smallest)
+    by_count = bool(heldout_count)
+    return clean.flatMap(lambda q: tag_pack(q, seed, threshold, by_count)), threshold >= 0
+
+
+def tag_packs_locally(
+    packs: list,
+    source: DocSource,
+    stats: dict,
+    heldout_fraction: float = 0.0,
+    heldout_count: int | None = None,
+    seed: int = 0,
+) -> tuple[list, bool]:
+    """:func:`tag_packs` of packs on the driver (a list; the result a list too)."""
+    clean = [clean_pack(q) for q in packs]
+
+    def smallest(n: int) -> float:
+        return float(np.sort(np.concatenate([heldout_keys(q[0], seed) for q in clean]))[n - 1])
+
+    threshold = holdout_threshold(source, stats, heldout_fraction, heldout_count, seed, smallest)
+    by_count = bool(heldout_count)
+    return [x for q in clean for x in tag_pack(q, seed, threshold, by_count)], threshold >= 0
+
+
+def holdout_threshold(
+    source: DocSource,
+    stats: dict,
+    heldout_fraction: float,
+    heldout_count: int | None,
+    seed: int,
+    smallest: Callable[[int], float],
+) -> float:
+    """The held-out key threshold of :func:`heldout_mask` (-1: no document is held out):
+    the ``heldout_count``-th smallest key (from the validation pass's summary, else
+    ``smallest(n)``), or ``heldout_fraction``."""
     _check_params(
         "split_documents", heldout_fraction=heldout_fraction, heldout_count=heldout_count, seed=seed
     )
     n_nonempty = stats["docs"] - stats["empty"]
-    clean = packs.map(clean_pack)
-    threshold = -1.0
     if heldout_count:
         if heldout_count >= n_nonempty:
             raise CorpusError(
@@ -1049,28 +1116,23 @@ def tag_packs(
         n = heldout_count
         known = holdout_summary(stats, Holdout.of(heldout_fraction, heldout_count, seed))
         if known is not None:  # gathered by the validation pass (n < the documents)
-            threshold = float(known[n - 1])
-        else:
+            return float(known[n - 1])
+        return float(smallest(n))
+    if heldout_fraction > 0:
+        return float(heldout_fraction)
+    return -1.0
 
-            def smallest(it):
-                keys = [heldout_keys(q[0], seed) for q in it]
-                return iter(np.sort(np.concatenate(keys))[:n].tolist() if keys else ())
 
-            with executor_errors(source.what):
-                threshold = clean.mapPartitions(smallest).takeOrdered(n)[-1]
-    elif heldout_fraction > 0:
-        threshold = float(heldout_fraction)
-    if threshold < 0:
-        return clean.filter(n_docs).map(lambda q: (False, q)), False
-    by_count = bool(heldout_count)
-
-    def tag(q):
+def tag_pack(q: Pack, seed: int, threshold: float, by_count: bool) -> list:
+    """A cleaned pack as ``[(held, pack)]``: its training documents (``held`` False) and
+    its held-out ones (True) under ``threshold`` (:func:`holdout_threshold`; below 0
+    none are held out), without empty packs."""
+    if threshold >= 0:
         held = heldout_mask(q[0], seed, threshold, by_count)
-        if not held.any():  # most packs: no copy
-            return [(False, q)]
-        return [(h, take_docs(q, np.flatnonzero(held == h))) for h in (False, True)]
-
-    return clean.flatMap(tag).filter(lambda x: n_docs(x[1]) > 0), True
+        if held.any():
+            cut = [(h, take_docs(q, np.flatnonzero(held == h))) for h in (False, True)]
+            return [x for x in cut if n_docs(x[1]) > 0]
+    return [(False, q)] if n_docs(q) > 0 else []  # most packs: no copy
 
 
 def heldout_blocks(docs_rdd, seed: int = 0, dtype=np.float32, n_parts: int | None = None):
@@ -1137,6 +1199,7 @@ def build_corpus(
     dtype=np.float32,
     on_phase: PhaseHook | None = None,
     warm: Callable[[], object] | None = None,
+    local_layout: int | None = None,
 ) -> Corpus:
     """Validate, hold out whole documents and cache the training blocks.
 
@@ -1156,6 +1219,11 @@ def build_corpus(
     warm : called once in every task of the job that caches the blocks, before it
         measures them: the Python workers that run the rounds load the kernels
         there (docs/architecture.md, "Startup: kernels compile once per machine").
+    local_layout : the most (document, term) pairs a corpus may have to be laid out
+        on the driver (its packs come back with the validation pass, the blocks are
+        built there and sent to the executors: one Spark job fewer, and no shuffle);
+        default :data:`LOCAL_LAYOUT_MAX_PAIRS`, 0 never. The blocks are the same
+        either way (docs/architecture.md, "Corpus layout").
     """
     _check_params(
         "build_corpus",
@@ -1176,20 +1244,37 @@ def build_corpus(
         with executor_errors(source.what):  # errors of the checks run on executors
             phase("reading", {})
             holdout = Holdout.of(heldout_fraction, heldout_count, seed)
-            stats = validate_packs(packs, source, holdout)
+            stats, kept = validate_and_keep(
+                packs,
+                source,
+                holdout,
+                keep_pairs=LOCAL_LAYOUT_MAX_PAIRS if local_layout is None else local_layout,
+                warm=warm,
+            )
             phase("validated", _read_counts(stats))
-            # (held, pack): each pack cut into its training and held-out documents
-            tagged, holding = tag_packs(packs, source, stats, heldout_fraction, heldout_count, seed)
+            # (held, pack): each pack cut into its training and held-out documents, on
+            # the driver when the validation pass brought a small corpus's packs there
+            if kept is not None:
+                tagged, holding = tag_packs_locally(
+                    kept, source, stats, heldout_fraction, heldout_count, seed
+                )
+                del kept
+            else:
+                tagged, holding = tag_packs(
+                    packs, source, stats, heldout_fraction, heldout_count, seed
+                )
+            on_driver = isinstance(tagged, list)
             n_held_parts = sc.defaultParallelism if holding else 0
             phase("splitting", {})
             # the validation pass told how many documents are held out (a count job only
             # when two held-out keys tie)
             n_held_known = known_heldout_docs(stats, holdout)
-            n_train = (
-                (stats["docs"] - stats["empty"] - n_held_known)
-                if n_held_known is not None
-                else tagged.filter(lambda x: not x[0]).map(lambda x: n_docs(x[1])).sum()
-            )
+            if n_held_known is not None:
+                n_train = stats["docs"] - stats["empty"] - n_held_known
+            elif on_driver:
+                n_train = sum(n_docs(q) for held, q in tagged if not held)
+            else:
+                n_train = tagged.filter(lambda x: not x[0]).map(lambda x: n_docs(x[1])).sum()
             phase("caching", {"training_documents": int(n_train)})
             if n_train == 0:
                 raise CorpusError(
@@ -1200,73 +1285,12 @@ def build_corpus(
             n_slices = max(1, math.ceil(n_train / minibatch_size))
             p = parts_per_slice
             n_parts = n_slices * p
-
-            def assign(it):
-                # one packed record per (input partition, block), not one per document:
-                # the shuffle's cost per record dominated corpus building. Held-out
-                # documents go, one record each, to the partitions after the blocks'
-                # (those of heldout_blocks: the document id's hash), in the same shuffle,
-                # so the packs are read once
-                settle_heap()
-                groups: dict[int, list] = {}
-                held: list = []
-                for is_held, pack in it:
-                    if is_held:
-                        held.extend(
-                            (n_parts + portable_hash(d[0]) % n_held_parts, d)
-                            for d in docs_of_pack(pack)
-                        )
-                        continue
-                    parts = block_partitions(pack[0], seed, n_slices, p)
-                    for part, sub in group_by(pack, parts):
-                        groups.setdefault(part, []).append(sub)
-                # shuffled in the blocks' dtypes (int32 terms, counts in ``dtype``): half
-                # the bytes of the float64 packs, and the same block
-                yield from (
-                    (part, compact_pack(concat_packs(groups[part]), dtype))
-                    for part in sorted(groups)
-                )
-                yield from held
-
-            def make_block(it):
-                settle_heap()
-                yield DocBlock.from_packed((q for _, q in it), dtype=dtype)
-
-            def make_heldout(it):
-                settle_heap()
-                yield heldout_block((d for _, d in it), seed, dtype)
-
-            shuffled = tagged.mapPartitions(assign).partitionBy(n_parts + n_held_parts, lambda x: x)
-            train = (
-                pruned(shuffled, list(range(n_parts)))
-                .mapPartitions(make_block, preservesPartitioning=True)
-                .setName("sparklda training blocks")
-                .persist(StorageLevel.MEMORY_ONLY)
-            )
-
+            layout = Layout(seed, n_slices, p, n_held_parts, np.dtype(dtype))
             vocab_size = source.vocab_size
-            heldout = (
-                pruned(shuffled, list(range(n_parts, n_parts + n_held_parts)))
-                .mapPartitions(make_heldout)
-                .setName("sparklda held-out blocks")
-                .persist(StorageLevel.MEMORY_ONLY)
-                if n_held_parts
-                else None
-            )
-
-            def measure(blocks):
-                if warm is not None:
-                    warm()
-                for b in blocks:
-                    if isinstance(b, HeldoutBlock):
-                        yield (b.n_docs,)
-                    else:
-                        digest = terms_digest(b.terms, vocab_size)
-                        yield b.n_docs, b.n_tokens, b.nnz, b.nbytes(), digest
-
-            # one job caches the training blocks and the held-out ones, after one shuffle
-            both = train if heldout is None else train.union(heldout)
-            measured = both.mapPartitions(measure).collect()
+            if on_driver:  # a small corpus: the same blocks, built here, no shuffle
+                train, heldout, measured = layout.on_driver(sc, tagged, vocab_size)
+            else:
+                train, heldout, measured = layout.on_executors(tagged, vocab_size, warm)
             per_part = [r for r in measured if len(r) > 1]
             n_held = sum(r[0] for r in measured if len(r) == 1)
             arr = np.array([r[:4] for r in per_part], dtype=np.float64).reshape(n_parts, 4)
@@ -1291,7 +1315,137 @@ def build_corpus(
         seed,
         minibatch_size=minibatch_size,
         bitmaps=bitmaps,
+        laid_out_on="driver" if on_driver else "executors",
     )
+
+
+#: Corpora with at most this many (document, term) pairs are laid out on the driver by
+#: default (:func:`build_corpus`'s ``local_layout``): about 16 MB of packs there. The
+#: Spark job and shuffle of the executors' layout cost a fixed 0.2-0.4 s, most of the
+#: building of such corpora (docs/architecture.md, "Corpus layout").
+LOCAL_LAYOUT_MAX_PAIRS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where :func:`build_corpus` puts each document: a training document in block
+    partition ``slice * p + i`` (:func:`block_partitions`), a held-out one in
+    ``n_parts + hash(id) % n_held_parts`` (``hash`` of an int is Python's own,
+    PySpark's ``portable_hash`` without its check of ``PYTHONHASHSEED``); on the
+    executors (one shuffle) or, for a small corpus, on the driver, with the same
+    blocks."""
+
+    seed: int
+    n_slices: int
+    p: int
+    n_held_parts: int
+    dtype: Any
+
+    @property
+    def n_parts(self) -> int:
+        return self.n_slices * self.p
+
+    def records(self, tagged) -> Iterator[tuple[int, Any]]:
+        """``(partition, record)`` of ``(held, pack)`` items: one packed record per
+        (input partition, block), not one per document (the shuffle's cost per record
+        dominated corpus building), in the blocks' dtypes (int32 terms, counts in
+        ``dtype``: half the bytes of float64 packs, and the same block); each held-out
+        document a record of its own."""
+        n_parts, n_held = self.n_parts, self.n_held_parts
+        groups: dict[int, list] = {}
+        held: list = []
+        for is_held, pack in tagged:
+            if is_held:
+                held.extend((n_parts + hash(int(d[0])) % n_held, d) for d in docs_of_pack(pack))
+                continue
+            parts = block_partitions(pack[0], self.seed, self.n_slices, self.p)
+            for part, sub in group_by(pack, parts):
+                groups.setdefault(part, []).append(sub)
+        yield from (
+            (part, compact_pack(concat_packs(groups[part]), self.dtype)) for part in sorted(groups)
+        )
+        yield from held
+
+    def on_executors(self, tagged, vocab_size: int, warm=None):
+        """``(train, heldout, measured)``: the blocks of an RDD of ``(held, pack)``,
+        cached by one job after one shuffle, and each block's :func:`block_measures`."""
+        n_parts, n_held_parts, seed, dtype = self.n_parts, self.n_held_parts, self.seed, self.dtype
+
+        def assign(it):
+            settle_heap()
+            yield from self.records(it)
+
+        def make_block(it):
+            settle_heap()
+            yield DocBlock.from_packed((q for _, q in it), dtype=dtype)
+
+        def make_heldout(it):
+            settle_heap()
+            yield heldout_block((d for _, d in it), seed, dtype)
+
+        shuffled = tagged.mapPartitions(assign).partitionBy(n_parts + n_held_parts, lambda x: x)
+        train = (
+            pruned(shuffled, list(range(n_parts)))
+            .mapPartitions(make_block, preservesPartitioning=True)
+            .setName("sparklda training blocks")
+            .persist(StorageLevel.MEMORY_ONLY)
+        )
+        heldout = (
+            pruned(shuffled, list(range(n_parts, n_parts + n_held_parts)))
+            .mapPartitions(make_heldout)
+            .setName("sparklda held-out blocks")
+            .persist(StorageLevel.MEMORY_ONLY)
+            if n_held_parts
+            else None
+        )
+
+        def measure(blocks):
+            if warm is not None:
+                warm()
+            for b in blocks:
+                yield block_measures(b, vocab_size)
+
+        # one job caches the training blocks and the held-out ones
+        both = train if heldout is None else train.union(heldout)
+        return train, heldout, both.mapPartitions(measure).collect()
+
+    def on_driver(self, sc, tagged: list, vocab_size: int):
+        """:meth:`on_executors` of a list of ``(held, pack)`` on the driver: the blocks
+        are built here and become RDDs of one block per partition, cached as the
+        first round reads them."""
+        n_parts = self.n_parts
+        records: dict[int, list] = {}
+        for part, record in self.records(tagged):
+            records.setdefault(part, []).append(record)
+        train_blocks = [
+            DocBlock.from_packed(records.get(i, []), dtype=self.dtype) for i in range(n_parts)
+        ]
+        held_blocks = [
+            heldout_block(records.get(n_parts + i, []), self.seed, self.dtype)
+            for i in range(self.n_held_parts)
+        ]
+        measured = [block_measures(b, vocab_size) for b in train_blocks + held_blocks]
+        train = (
+            sc.parallelize(train_blocks, n_parts)
+            .setName("sparklda training blocks")
+            .persist(StorageLevel.MEMORY_ONLY)
+        )
+        heldout = (
+            sc.parallelize(held_blocks, self.n_held_parts)
+            .setName("sparklda held-out blocks")
+            .persist(StorageLevel.MEMORY_ONLY)
+            if held_blocks
+            else None
+        )
+        return train, heldout, measured
+
+
+def block_measures(b, vocab_size: int) -> tuple:
+    """What corpus building reports of a block: ``(docs,)`` of a held-out block; of a
+    training block ``(docs, tokens, pairs, bytes, terms digest)``."""
+    if isinstance(b, HeldoutBlock):
+        return (b.n_docs,)
+    return b.n_docs, b.n_tokens, b.nnz, b.nbytes(), terms_digest(b.terms, vocab_size)
 
 
 def slice_bitmaps(digests: list, n_slices: int, p: int, vocab_size: int) -> np.ndarray:
@@ -1317,6 +1471,7 @@ def _corpus(
     kind: str = "rdd",
     minibatch_size: int = 0,
     bitmaps: np.ndarray | None = None,
+    laid_out_on: str = "executors",
 ) -> Corpus:
     """The :class:`Corpus` and its report from what either path built."""
     corpus = Corpus(
@@ -1351,6 +1506,7 @@ def _corpus(
         "minibatch_size": minibatch_size,
         "cached_bytes": corpus.train_bytes,
         "cached_bytes_per_pair": corpus.train_bytes / max(1, corpus.n_train_pairs),
+        "laid_out_on": laid_out_on,
     }
     log.info("corpus: %s", corpus.report)
     if corpus.n_empty_docs:

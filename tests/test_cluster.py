@@ -207,11 +207,19 @@ source = read_uci(spark, resolve_sample("sample:kos/docword.txt.gz"),
                   resolve_sample("sample:kos/vocab.txt"))
 result = fit(source, params)
 np.save(out + ".npy", result.model.topic_word)
+# the same fit with the blocks laid out by the executors (a shuffle) instead of the driver
+import sparklda.corpus
+sparklda.corpus.LOCAL_LAYOUT_MAX_PAIRS = 0
+shuffled = fit(read_uci(spark, resolve_sample("sample:kos/docword.txt.gz"),
+                        resolve_sample("sample:kos/vocab.txt")), params)
+np.save(out + "-shuffled.npy", shuffled.model.topic_word)
+layouts = [r.report["corpus"]["laid_out_on"] for r in (result, shuffled)]
 url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/executors"
 with urllib.request.urlopen(url, timeout=30) as r:
     executors = json.load(r)
 with open(out + ".json", "w") as f:
     json.dump({"master": sc.master, "shipped": shipped, "files": files, "url": url,
+               "layouts": layouts,
                "executors": [{"id": e["id"], "hostPort": e["hostPort"],
                               "completedTasks": e["completedTasks"]} for e in executors]}, f)
 spark.stop()
@@ -239,7 +247,9 @@ def _drive(tmp_path, master: str, name: str) -> tuple[np.ndarray, dict]:
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     with open(tmp_path / f"{name}.json") as f:
-        return np.load(tmp_path / f"{name}.npy"), json.load(f)
+        info = json.load(f)
+    info["shuffled"] = np.load(tmp_path / f"{name}-shuffled.npy")
+    return np.load(tmp_path / f"{name}.npy"), info
 
 
 @pytest.fixture(scope="module")
@@ -318,3 +328,7 @@ def test_library_on_the_cluster_equals_local_mode(cluster, local_model, tmp_path
     assert all("sparklda.zip" in f for f in info["files"]), info["files"]
     assert on_cluster.shape == local_model.shape == (6906, 10)
     np.testing.assert_allclose(on_cluster, local_model, rtol=1e-5)
+    # the sample is laid out on the driver, its blocks sent to the executors; laid out by
+    # the executors (the shuffle of large corpora) the blocks, and the model, are the same
+    assert info["layouts"] == ["driver", "executors"]
+    np.testing.assert_array_equal(info["shuffled"], on_cluster)

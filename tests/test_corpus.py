@@ -428,23 +428,27 @@ def test_uci_header_and_body_must_agree(spark, tmp_path, gz, header, body, messa
     assert message in str(e.value)
 
 
-def test_uci_body_checks_run_in_the_validation_job(spark, tmp_path):
+@pytest.mark.parametrize("local_layout", [None, 0], ids=["driver-layout", "executors-layout"])
+def test_uci_body_checks_run_in_the_validation_job(spark, tmp_path, local_layout):
     """The header is read with one small job; the body's checks need no job of their own."""
     docword, vocab = write_uci(
         tmp_path, BODY, header=(40, 50, 160), vocab=[f"w{i}" for i in range(50)]
     )
     sc = spark.sparkContext
-    group = "uci-jobs"
+    group = f"uci-jobs-{local_layout}"
     sc.setJobGroup(group, "count the jobs that read the file")
     try:
-        corpus = build_corpus(read_uci(spark, docword, vocab), minibatch_size=20)
+        corpus = build_corpus(
+            read_uci(spark, docword, vocab), minibatch_size=20, local_layout=local_layout
+        )
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     corpus.unpersist()
     jobs = [sc.statusTracker().getJobInfo(j) for j in sc.statusTracker().getJobIdsForGroup(group)]
-    # the header (take), the vocabulary, validation, the block layout: the body is read once
+    # the header (take), the vocabulary, validation (which brings this small corpus to the
+    # driver for its layout), and the executors' block layout: the body is read once
     reads = [j for j in jobs if j is not None]
-    assert len(reads) == 4, [j.jobId for j in reads]
+    assert len(reads) == (3 if local_layout is None else 4), [j.jobId for j in reads]
 
 
 def test_uci_header_values(spark, tmp_path):
@@ -775,8 +779,9 @@ def test_the_validation_pass_tells_how_many_documents_are_held_out():
 
 @pytest.mark.parametrize("holdout", [{"heldout_count": 7}, {"heldout_fraction": 0.2}])
 def test_corpus_building_runs_two_jobs_whatever_is_held_out(spark, holdout):
-    """Validation (which also chooses the held-out documents) and one job that caches
-    the training and the held-out blocks: no job to count either."""
+    """Laid out by the executors (a corpus above ``local_layout``): validation (which
+    also chooses the held-out documents) and one job that caches the training and the
+    held-out blocks, no job to count either."""
     from pyspark.ml.linalg import Vectors
 
     rng = np.random.default_rng(0)
@@ -791,7 +796,7 @@ def test_corpus_building_runs_two_jobs_whatever_is_held_out(spark, holdout):
     group = f"sparklda-build-jobs-{sorted(holdout)[0]}"
     sc.setJobGroup(group, "corpus building")
     try:
-        corpus = build_corpus(source, minibatch_size=40, seed=5, **holdout)
+        corpus = build_corpus(source, minibatch_size=40, seed=5, local_layout=0, **holdout)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     try:
@@ -837,3 +842,90 @@ def test_arrow_batch_rdd_holds_the_rows_of_the_dataframe(spark):
         for i, v in zip(b.column("id").to_pylist(), b.column("features").to_pylist(), strict=True)
     )
     assert got == [(i, [i % 7], [float(i + 1)]) for i in range(50)]
+
+
+def _held(corpus):
+    return [
+        [a.tolist() for h in (blk.observed, blk.target) for a in (h.doc_ids, h.terms, h.counts)]
+        + [blk.observed.indptr.tolist(), blk.target.indptr.tolist()]
+        for blk in corpus.heldout.collect()
+    ]
+
+
+def _jobs_of(sc, group, build):
+    import uuid
+
+    group = f"{group}-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, group)
+    try:
+        corpus = build()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return corpus, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize(
+    "split",
+    [dict(heldout_count=17), dict(heldout_fraction=0.2), dict()],
+    ids=["count", "fraction", "none"],
+)
+def test_a_small_corpus_is_laid_out_on_the_driver_with_the_executors_blocks(spark, split):
+    """A corpus of at most ``local_layout`` pairs comes back with the validation pass and
+    is laid out on the driver: one Spark job instead of a job and a shuffle, and the same
+    blocks, partition by partition, training and held-out, as the executors lay out."""
+    src = planted_source(spark, n_docs=300, n_empty=3)
+    args = dict(minibatch_size=40, seed=5, **split)
+    sc = spark.sparkContext
+    local, local_jobs = _jobs_of(sc, "layout-driver", lambda: build_corpus(src, **args))
+    shuffled, shuffled_jobs = _jobs_of(
+        sc, "layout-executors", lambda: build_corpus(src, local_layout=0, **args)
+    )
+    try:
+        assert local.report.pop("laid_out_on") == "driver"
+        assert shuffled.report.pop("laid_out_on") == "executors"
+        assert local.report == shuffled.report
+        assert local_jobs == 1 and shuffled_jobs == 2
+        n_parts = local.n_slices * local.parts_per_slice
+        assert local.train.getNumPartitions() == shuffled.train.getNumPartitions() == n_parts
+        assert _blocks(local) == _blocks(shuffled)
+        assert np.array_equal(local.slice_bitmaps, shuffled.slice_bitmaps)
+        assert np.array_equal(local.slice_docs, shuffled.slice_docs)
+        if split:
+            assert local.heldout.getNumPartitions() == shuffled.heldout.getNumPartitions()
+            assert _held(local) == _held(shuffled)
+            assert local.n_heldout_docs == shuffled.n_heldout_docs > 0
+        else:
+            assert local.heldout is None and shuffled.heldout is None
+        # above the limit, or above a partition's share of it, the executors lay it out
+        pairs = sum(len(t) for _, t, _ in src.rdd.collect())
+        for limit in (pairs // 2, pairs - 1):
+            bigger = build_corpus(src, local_layout=limit, **args)
+            try:
+                assert bigger.report["laid_out_on"] == "executors"
+            finally:
+                bigger.unpersist()
+    finally:
+        local.unpersist()
+        shuffled.unpersist()
+
+
+@pytest.mark.parametrize("algorithm", ["scvb0", "cvb0"])
+def test_the_model_is_the_same_whoever_lays_out_the_corpus(spark, algorithm, monkeypatch):
+    """Training on blocks laid out on the driver gives the model of the executors' layout
+    to the last bit, also for a mode whose block states live on the executors."""
+    import sparklda.corpus
+    from sparklda.api import fit
+    from sparklda.params import TrainParams
+
+    params = TrainParams(
+        algorithm=algorithm, k=4, passes=2, minibatch_size=60, seed=2, heldout_count=20
+    )
+    src = planted_source(spark, n_docs=200)
+    on_driver = fit(src, params)
+    monkeypatch.setattr(sparklda.corpus, "LOCAL_LAYOUT_MAX_PAIRS", 0)
+    on_executors = fit(src, params)
+    assert on_driver.report["corpus_build_seconds"] > 0
+    assert np.array_equal(on_driver.model.topic_word, on_executors.model.topic_word)
+    assert [e["heldout_loglik"] for e in on_driver.evaluations] == [
+        e["heldout_loglik"] for e in on_executors.evaluations
+    ]

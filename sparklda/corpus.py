@@ -1320,10 +1320,10 @@ def build_corpus(
 
 
 #: Corpora with at most this many (document, term) pairs are laid out on the driver by
-#: default (:func:`build_corpus`'s ``local_layout``): about 16 MB of packs there. The
-#: Spark job and shuffle of the executors' layout cost a fixed 0.2-0.4 s, most of the
-#: building of such corpora (docs/architecture.md, "Corpus layout").
-LOCAL_LAYOUT_MAX_PAIRS = 1_000_000
+#: default (:func:`build_corpus`'s ``local_layout``): at most about 32 MB of packs
+#: there, and as much again of blocks. The Spark job and shuffle of the executors'
+#: layout cost more than that below it (docs/architecture.md, "Corpus layout").
+LOCAL_LAYOUT_MAX_PAIRS = 4_000_000
 
 
 @dataclass(frozen=True)

@@ -459,6 +459,12 @@ def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
             callbacks=[probe],
         )
         check_same_heldout(bc, probe, "scvb0", check_ids=True)
+        # Spark's storage figures of the training blocks, read once the rounds cached
+        # them (this small corpus is laid out on the driver: nothing is cached before)
+        assert probe.cached["laid_out_on"] == "driver"
+        storage = probe.cached["spark"]
+        assert storage["cached_partitions"] == storage["partitions"] > 0
+        assert storage["mem_bytes"] > 0
 
         other = CorpusProbe(spark.sparkContext)
         fit(

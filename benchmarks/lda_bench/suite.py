@@ -321,20 +321,25 @@ class HeldoutMismatch(RuntimeError):
 
 class CorpusProbe(Callback):
     """What ``fit`` reports about the corpus it built: its report, Spark's storage
-    figures of the cached training blocks, and its held-out blocks."""
+    figures of the cached training blocks (read when training ends: blocks the driver
+    laid out are cached as the rounds first read them), and its held-out blocks."""
 
     def __init__(self, sc):
         self.sc = sc
         self.cached: dict = {}
         self.heldout = None
+        self._train = None
 
     def on_corpus(self, corpus):
         self.cached.update(corpus.report)
-        train = getattr(corpus, "train", None)  # a figure we cannot read is left out
+        self._train = getattr(corpus, "train", None)
+        self.heldout = corpus.heldout
+
+    def on_train_end(self, result):
+        train, self._train = self._train, None  # a figure we cannot read is left out
         storage = rdd_storage(self.sc, train) if train is not None else None
         if storage:
             self.cached["spark"] = storage
-        self.heldout = corpus.heldout
 
 
 def check_same_heldout(bc: BenchCorpus, probe: CorpusProbe, name: str, check_ids: bool):

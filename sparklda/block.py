@@ -173,16 +173,21 @@ class HeldoutBlock:
         return self.observed.n_docs
 
 
-def split_halves(doc_id: int, terms: np.ndarray, counts: np.ndarray, seed: int):
+def split_halves(
+    doc_id: int, terms: np.ndarray, counts: np.ndarray, seed: int, key: int | None = None
+):
     """Split a document's tokens in half at random (seeded by seed and doc id).
 
     ``floor(C/2)`` tokens, drawn without replacement, form the observed half;
     the rest the target half. Returns ((terms_a, counts_a), (terms_b, counts_b))
-    with zero-count terms dropped.
+    with zero-count terms dropped. ``key``: the document's ``doc_keys(seed,
+    Stream.SPLIT_HALVES, [doc_id])`` when the caller computed it (for many documents
+    at once); the same split.
     """
     c = np.asarray(counts, dtype=np.int64)
-    key = int(doc_keys(seed, Stream.SPLIT_HALVES, np.array([doc_id]))[0])
-    rng = np.random.default_rng(key)
+    if key is None:
+        key = int(doc_keys(seed, Stream.SPLIT_HALVES, np.array([doc_id]))[0])
+    rng = np.random.default_rng(int(key))
     a = rng.multivariate_hypergeometric(c, int(c.sum()) // 2)
     b = c - a
     return (terms[a > 0], a[a > 0]), (terms[b > 0], b[b > 0])

@@ -40,7 +40,7 @@ from .block import (
 )
 from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
-from .kernels.random import Stream, uniform_per_doc
+from .kernels.random import Stream, doc_keys, uniform_per_doc
 from .kernels.warm import settle_heap
 from .packs import (
     Pack,
@@ -927,10 +927,33 @@ def block_partitions(ids: np.ndarray, seed: int, n_slices: int, p: int) -> np.nd
 
 def heldout_block(docs, seed: int, dtype=np.float32) -> HeldoutBlock:
     """A :class:`HeldoutBlock` of (doc_id, terms, counts): each document's tokens split
-    in half, seeded by (seed, doc id) (:func:`sparklda.block.split_halves`)."""
-    items = [(d[0], *split_halves(d[0], d[1], d[2], seed)) for d in docs]
-    obs = DocBlock.from_docs(((i, a[0], a[1]) for i, a, _ in items), dtype=dtype)
-    tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
+    in half, seeded by (seed, doc id) (:func:`sparklda.block.split_halves`). The
+    documents' keys are drawn at once and each half becomes a block through
+    :meth:`DocBlock.from_packed`: the blocks of :meth:`DocBlock.from_docs` of the
+    halves (tests/reference.py, ``heldout_block``), without its Python steps."""
+    docs = list(docs)
+    ids = np.fromiter((int(d[0]) for d in docs), dtype=np.int64, count=len(docs))
+    keys = doc_keys(seed, Stream.SPLIT_HALVES, ids)
+    halves: tuple[list, list] = ([], [])
+    for d, key in zip(docs, keys.tolist(), strict=True):
+        for out, (t, c) in zip(halves, split_halves(d[0], d[1], d[2], seed, key), strict=True):
+            out.append((np.asarray(t, dtype=np.int64), c))
+    obs, tgt = (
+        DocBlock.from_packed(
+            [
+                (
+                    ids,
+                    np.array([len(t) for t, _ in half], dtype=np.int64),
+                    np.concatenate([t for t, _ in half]) if half else np.zeros(0, np.int64),
+                    np.concatenate([c for _, c in half]) if half else np.zeros(0),
+                )
+            ]
+            if half
+            else [],
+            dtype=dtype,
+        )
+        for half in halves
+    )
     return HeldoutBlock(obs, tgt)
 
 

@@ -348,3 +348,15 @@ def vector_pairs(vector):
     if kind == 0:
         return list(indices), list(values)
     return [i for i, v in enumerate(values) if v != 0], [v for v in values if v != 0]
+
+
+def heldout_block(docs, seed, dtype=np.float32):
+    """A held-out block as (observed, target) DocBlocks, one document at a time: each
+    document split by ``split_halves`` and each half's documents given to
+    ``DocBlock.from_docs`` (what ``sparklda.corpus.heldout_block`` builds in packs)."""
+    from sparklda.block import DocBlock, split_halves
+
+    items = [(d[0], *split_halves(d[0], d[1], d[2], seed)) for d in docs]
+    obs = DocBlock.from_docs(((i, a[0], a[1]) for i, a, _ in items), dtype=dtype)
+    tgt = DocBlock.from_docs(((i, b[0], b[1]) for i, _, b in items), dtype=dtype)
+    return obs, tgt

@@ -929,3 +929,32 @@ def test_the_model_is_the_same_whoever_lays_out_the_corpus(spark, algorithm, mon
     assert [e["heldout_loglik"] for e in on_driver.evaluations] == [
         e["heldout_loglik"] for e in on_executors.evaluations
     ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_heldout_block_is_the_per_document_reference(dtype):
+    """heldout_block draws the documents' keys at once and builds each half in packs:
+    the blocks of the per-document reference, to the bit, whatever the documents'
+    order, with unsorted or repeated terms, one-token documents and no documents."""
+    from sparklda.corpus import heldout_block
+    from tests import reference
+
+    rng = np.random.default_rng(3)
+    docs = []
+    for i in rng.permutation(60):
+        n = int(rng.integers(1, 9))
+        terms = rng.integers(0, 40, n)
+        if i % 3:
+            terms = np.unique(terms)
+        counts = rng.integers(1, 5, len(terms)).astype(float)
+        if i % 11 == 0:
+            terms, counts = terms[:1], np.ones(1)
+        docs.append((int(i) * 7 + 1, terms, counts))
+    fields = ("doc_ids", "indptr", "terms", "local", "counts")
+    for batch in (docs, docs[:1], []):
+        got = heldout_block(iter(batch), seed=5, dtype=dtype)
+        want = reference.heldout_block(batch, seed=5, dtype=dtype)
+        for half, ref in zip((got.observed, got.target), want, strict=True):
+            for name in fields:
+                a, b = getattr(half, name), getattr(ref, name)
+                assert a.dtype == b.dtype and np.array_equal(a, b), (len(batch), name)

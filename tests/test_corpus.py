@@ -958,3 +958,28 @@ def test_heldout_block_is_the_per_document_reference(dtype):
             for name in fields:
                 a, b = getattr(half, name), getattr(ref, name)
                 assert a.dtype == b.dtype and np.array_equal(a, b), (len(batch), name)
+
+
+def test_the_driver_counts_the_training_documents_when_held_out_keys_tie(spark):
+    """Documents that share an id share a held-out key: a tie at the count's boundary
+    leaves the number held out unknown to the validation pass, and the driver's layout
+    counts it itself, as the executors' layout does with a job."""
+    from tests.helpers import planted_docs
+
+    docs, v = planted_docs(n_docs=60)
+    twice = [(d[0] // 2, d[1], d[2]) for d in docs]  # ids 0, 0, 1, 1, ...
+    src = DocSource(spark.sparkContext.parallelize(twice, 3), v, None, "tied ids")
+    args = dict(minibatch_size=20, seed=4, heldout_count=7)
+    local = build_corpus(src, **args)
+    shuffled = build_corpus(src, local_layout=0, **args)
+    try:
+        assert local.report.pop("laid_out_on") == "driver"
+        assert shuffled.report.pop("laid_out_on") == "executors"
+        assert local.report == shuffled.report
+        assert local.n_heldout_docs == 8  # the 7th smallest key's twin is held out too
+        assert local.n_train_docs == 52
+        assert _blocks(local) == _blocks(shuffled)
+        assert _held(local) == _held(shuffled)
+    finally:
+        local.unpersist()
+        shuffled.unpersist()

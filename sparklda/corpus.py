@@ -754,9 +754,9 @@ def validate_and_keep(
     cap = int(keep_pairs) // max(1, packs.getNumPartitions()) if keep_pairs > 0 else -1
 
     def check(it):
-        settle_heap()
-        if warm is not None:
+        if warm is not None:  # first: the heap is frozen once the kernels are loaded
             warm()
+        settle_heap()
         summary, keys, pairs = empty_summary(), None, 0
         kept: list | None = [] if cap >= 0 else None
         for pack in it:
@@ -932,24 +932,26 @@ def heldout_block(docs, seed: int, dtype=np.float32) -> HeldoutBlock:
     :meth:`DocBlock.from_packed`: the blocks of :meth:`DocBlock.from_docs` of the
     halves (tests/reference.py, ``heldout_block``), without its Python steps."""
     docs = list(docs)
+    if not docs:
+        return HeldoutBlock(
+            DocBlock.from_docs([], dtype=dtype), DocBlock.from_docs([], dtype=dtype)
+        )
     ids = np.fromiter((int(d[0]) for d in docs), dtype=np.int64, count=len(docs))
     keys = doc_keys(seed, Stream.SPLIT_HALVES, ids)
     halves: tuple[list, list] = ([], [])
     for d, key in zip(docs, keys.tolist(), strict=True):
-        for out, (t, c) in zip(halves, split_halves(d[0], d[1], d[2], seed, key), strict=True):
-            out.append((np.asarray(t, dtype=np.int64), c))
+        for out, half in zip(halves, split_halves(d[0], d[1], d[2], seed, key), strict=True):
+            out.append(half)
     obs, tgt = (
         DocBlock.from_packed(
             [
                 (
                     ids,
                     np.array([len(t) for t, _ in half], dtype=np.int64),
-                    np.concatenate([t for t, _ in half]) if half else np.zeros(0, np.int64),
-                    np.concatenate([c for _, c in half]) if half else np.zeros(0),
+                    np.concatenate([t for t, _ in half]),
+                    np.concatenate([c for _, c in half]),
                 )
-            ]
-            if half
-            else [],
+            ],
             dtype=dtype,
         )
         for half in halves
@@ -1987,14 +1989,15 @@ def _make_blocks(dtype, vocab_size: int):
 
     def emit(part: int, packs: list):
         block = DocBlock.from_packed(packs, dtype=dtype)
+        docs, tokens, pairs, nbytes, digest = block_measures(block, vocab_size)
         return pa.RecordBatch.from_pydict(
             {
                 "part": pa.array([part], pa.int32()),
-                "docs": pa.array([block.n_docs], pa.int64()),
-                "tokens": pa.array([block.n_tokens], pa.float64()),
-                "pairs": pa.array([block.nnz], pa.int64()),
-                "nbytes": pa.array([block.nbytes()], pa.int64()),
-                "terms": pa.array([terms_digest(block.terms, vocab_size)], pa.binary()),
+                "docs": pa.array([docs], pa.int64()),
+                "tokens": pa.array([tokens], pa.float64()),
+                "pairs": pa.array([pairs], pa.int64()),
+                "nbytes": pa.array([nbytes], pa.int64()),
+                "terms": pa.array([digest], pa.binary()),
                 "block": pa.array([block_to_bytes(block)], pa.binary()),
             }
         )
@@ -2135,19 +2138,14 @@ def build_corpus_frame(
             phase("validated", _read_counts(stats))
             phase("splitting", {})
             n_nonempty = stats["docs"] - stats["empty"]
-            threshold = -1.0
-            if heldout_count:
-                if heldout_count >= n_nonempty:
-                    raise CorpusError(
-                        f"The 'heldout_count' parameter ({heldout_count}) must be smaller "
-                        f"than the number of non-empty documents ({n_nonempty} of the "
-                        f"{stats['docs']} documents of {source.what}) to leave documents to "
-                        f"train on."
-                    )
-                rows = docs.mapInArrow(_smallest_keys(seed, heldout_count), "key double").collect()
-                threshold = float(sorted(r[0] for r in rows)[heldout_count - 1])
-            elif heldout_fraction > 0:
-                threshold = float(heldout_fraction)
+
+            def smallest(n: int) -> float:
+                rows = docs.mapInArrow(_smallest_keys(seed, n), "key double").collect()
+                return float(sorted(r[0] for r in rows)[n - 1])
+
+            threshold = holdout_threshold(
+                source, stats, heldout_fraction, heldout_count, seed, smallest
+            )
             by_count = bool(heldout_count)
             tagged = docs.mapInArrow(
                 _tag_documents(seed, threshold, by_count), DOCS_SCHEMA + ", held boolean"

@@ -643,12 +643,7 @@ def merge_into(path: str, results: dict) -> dict:
             f"(none of quality, {', '.join(MERGE_KEYS)})"
         )
     if quality:  # as the other stages: the notes stay those of ``path``
-        notes = base.get("notes")
-        base = merge_stages(base, results, ["quality"])
-        if notes is None:
-            base.pop("notes", None)
-        else:
-            base["notes"] = notes
+        base = merge_stages(base, {k: v for k, v in results.items() if k != "notes"}, ["quality"])
     runs = base.setdefault("stage_runs", {})
     for key in stages:
         base[key] = results[key]

@@ -1060,12 +1060,20 @@ def _warm_up_lines(corpora: dict) -> list[str]:
         return []
     parts = []
     for c, w in full.items():
-        mode = next((k[:-2] for k in w if k != "mllib_s"), None)
-        parts.append(
-            f"{c}: an untimed one-pass {mode} fit of the whole corpus ({w[f'{mode}_s']:.1f} s)"
-            if mode
-            else f"{c}: no sparklda warm-up fit"
-        )
+        mode = next((k[:-2] for k in w if k not in ("mllib_s", "passes")), None)
+        if not mode:
+            parts.append(f"{c}: no sparklda warm-up fit")
+            continue
+        took = w[f"{mode}_s"]
+        if isinstance(took, list):  # WARM_UP_FITS fits of the timed fits' passes
+            n = len(took)
+            seconds = ", ".join(f"{x:.1f}" for x in took)
+            parts.append(
+                f"{c}: {n} untimed {w.get('passes', '?')}-pass {mode} fit{'s' * (n != 1)} "
+                f"of the whole corpus ({seconds} s)"
+            )
+        else:  # results of before 2026-11-27 18:00: one one-pass fit
+            parts.append(f"{c}: an untimed one-pass {mode} fit of the whole corpus ({took:.1f} s)")
     rest = [c for c in corpora if c not in full]
     text = (
         "Every system is timed warm. MLlib's timed fits of more passes follow its fits of "

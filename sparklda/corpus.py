@@ -1279,7 +1279,8 @@ def build_corpus(
             phase("validated", _read_counts(stats))
             # (held, pack): each pack cut into its training and held-out documents, on
             # the driver when the validation pass brought a small corpus's packs there
-            if kept is not None:
+            on_driver = kept is not None
+            if on_driver:
                 tagged, holding = tag_packs_locally(
                     kept, source, stats, heldout_fraction, heldout_count, seed
                 )
@@ -1288,7 +1289,6 @@ def build_corpus(
                 tagged, holding = tag_packs(
                     packs, source, stats, heldout_fraction, heldout_count, seed
                 )
-            on_driver = isinstance(tagged, list)
             n_held_parts = sc.defaultParallelism if holding else 0
             phase("splitting", {})
             # the validation pass told how many documents are held out (a count job only

@@ -5,7 +5,10 @@
 :func:`render_markdown` writes the page with the table, the plot, the
 command, the machine and the date, and a closing note that quotes every
 figure. ``NOTES`` holds the explanation printed beside a target that is
-missed (why, and what it would take); a run's notes file adds to it.
+missed (why, and what it would take); a run's notes file adds to it. The
+hand-written measurements behind the design and the defaults (``FINDINGS``,
+beside the page: ``docs/benchmarks/findings.md``) close the page, so that
+regenerating it keeps them.
 """
 
 from __future__ import annotations
@@ -701,6 +704,19 @@ def plot_curves(results: dict, path: str):
 # markdown
 
 
+#: The hand-written measurements (dated scratch runs behind the design, the defaults and
+#: the README's guidance), relative to the page's directory; included verbatim at the end.
+FINDINGS = os.path.join("benchmarks", "findings.md")
+
+
+def _findings_section(page_dir: str) -> list[str]:
+    path = os.path.join(page_dir, FINDINGS)
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return ["", *f.read().rstrip("\n").splitlines()]
+
+
 #: Printed beside a target that is missed (keyed by target id); a target met
 #: needs no note. Written from this run's figures and the analysis in
 #: docs/benchmarks.md; the numbers quoted in the note come from the results.
@@ -835,6 +851,7 @@ def render_markdown(
     lines += _priors_section(results)
     lines += _variant_section(results, spec)
     lines += _closing_note(results, targets)
+    lines += _findings_section(page_dir)
     return "\n".join(lines) + "\n"
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import sys
+import sysconfig
 import zipfile
 
 import pytest
@@ -32,7 +34,8 @@ IGNORE = shutil.ignore_patterns(
 def venv(tmp_path_factory):
     """(venv directory, wheel path): the wheel built from a copy of the repository (the
     build writes build/ and *.egg-info beside the sources), installed without its
-    dependencies into a venv that sees the system's pyspark, numpy, numba..."""
+    dependencies into a fresh venv that sees the packages of the interpreter running the
+    tests (pyspark, numpy, numba...): see :func:`_see_packages_of`."""
     base = tmp_path_factory.mktemp("wheel")
     src = base / "src"
     shutil.copytree(ROOT, src, ignore=IGNORE)
@@ -44,14 +47,44 @@ def venv(tmp_path_factory):
     wheels = list((base / "dist").glob("sparklda-*.whl"))
     assert len(wheels) == 1, wheels
     venv = base / "venv"
-    out = run([sys.executable, "-m", "venv", "--system-site-packages", venv], env=env)
+    out = run([sys.executable, "-m", "venv", venv], env=env)
     assert out.returncode == 0, out.stderr[-3000:]
+    _see_packages_of(venv, env)
     out = run(
         [venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--no-index", wheels[0]],
         env=env,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return venv, wheels[0]
+
+
+def _site_dirs() -> list[str]:
+    """The site-packages directories of the interpreter running the tests: a virtualenv's
+    own (and its base's when it was made with ``--system-site-packages``), a conda
+    environment's, or a system install's, and the user's site directory when in use."""
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    dirs += [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
+
+
+def _see_packages_of(venv, env) -> None:
+    """Let ``venv`` import the running interpreter's packages (the wheel's dependencies).
+
+    ``python -m venv --system-site-packages`` would not do: made from a virtualenv's
+    interpreter, the new venv sees the *base* interpreter's packages, not the
+    virtualenv's, where ``pip install -e ".[dev]"`` put pyspark. A ``.pth`` file in the
+    venv's site-packages appends the running interpreter's site directories to its
+    ``sys.path`` instead, after the venv's own (so the installed wheel comes first). They
+    are plain directory lines: the ``.pth`` files inside those directories do not run,
+    so an editable install of the checkout there stays off the venv's path."""
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = run([venv / "bin" / "python", "-c", code], env=env)
+    assert purelib.returncode == 0, purelib.stderr[-3000:]
+    pth = os.path.join(purelib.stdout.strip(), "sparklda-tests-outer-site.pth")
+    with open(pth, "w", encoding="utf-8") as f:
+        f.write("".join(d + "\n" for d in _site_dirs()))
 
 
 def test_wheel_contents(venv):

@@ -7,7 +7,9 @@ merges them (:meth:`TopicStats.merge_all`, the same for every mode), applies
 the mode's update (:mod:`sparklda.modes`), records the round and, every
 ``eval_every`` rounds, scores the held-out documents. A mode is its round
 state, kernel and update rule (:class:`sparklda.modes.Mode`), never a copy of
-this loop. See docs/architecture.md, "The round".
+this loop. :class:`Training` is that round's sequence in steps (start or restore,
+round, record, evaluate, checkpoint, finish); :func:`train` builds the mode and the
+executor (:func:`make_executor`) and runs it. See docs/architecture.md, "The round".
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .errors import ParamError
 from .execution import ClassicExecutor, Executor, RoundOutput
 from .execution_df import DataFrameExecutor
 from .model import TopicModel
-from .modes import MODES
+from .modes import MODES, Mode
 from .params import TrainParams
 from .stats import TopicStats, normalize_topics
 
@@ -160,8 +162,7 @@ def train(
     callbacks : :class:`Callback` objects told of each round and evaluation.
     clock_start : ``time.perf_counter()`` value the elapsed times are measured
         from (default: now); pass the start of corpus building to include it.
-    executor : how rounds run (default: :class:`ClassicExecutor` on the corpus, or
-        :class:`~sparklda.execution_df.DataFrameExecutor` on a DataFrame-path one).
+    executor : how rounds run (default: :func:`make_executor`).
     resume : continue from the newest checkpoint in ``params.checkpoint_dir`` (a
         fresh start when there is none; a checkpoint of another run is refused).
     """
@@ -174,36 +175,230 @@ def train(
     start = clock_start if clock_start is not None else time.perf_counter()
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)
     if executor is None:
-        interval = params.checkpoint_interval if mode.stateful else 0
-        if corpus.kind == "dataframe":
-            executor = DataFrameExecutor(corpus, interval)
-        else:
-            executor = ClassicExecutor(corpus, interval, combine=params.combine)
-    total_rounds = params.passes * mode.rounds_per_pass
-    result = TrainResult(model=None)
-    checkpoints = None
+        executor = make_executor(corpus, params, mode)
+    return Training(corpus, params, mode, executor, callbacks, start).run(resume)
+
+
+def make_executor(corpus: Corpus, params: TrainParams, mode: Mode) -> Executor:
+    """How ``mode``'s rounds run on ``corpus``: on DataFrames for a DataFrame-path corpus,
+    else on RDDs (a stateful mode's states checkpointed every ``checkpoint_interval``)."""
+    interval = params.checkpoint_interval if mode.stateful else 0
+    if corpus.kind == "dataframe":
+        return DataFrameExecutor(corpus, interval)
+    return ClassicExecutor(corpus, interval, combine=params.combine)
+
+
+def open_checkpoints(
+    params: TrainParams, corpus: Corpus, resume: bool
+) -> TrainingCheckpoints | None:
+    """The run's checkpoints in ``params.checkpoint_dir`` (None when it is not set; then
+    ``resume`` is an error)."""
     if params.checkpoint_dir:
         checkpoints = TrainingCheckpoints(params, corpus, corpus.spark)
         checkpoints.check_target()
-    elif resume:
+        return checkpoints
+    if resume:
         raise ParamError(
             "Resuming needs the 'checkpoint_dir' parameter (the directory the "
             "interrupted run wrote its checkpoints to)."
         )
-    log.info(
-        "training %s: K=%d, %d rounds (%d per pass), %d training documents, %d tokens",
-        params.algorithm,
-        params.k,
-        total_rounds,
-        mode.rounds_per_pass,
-        corpus.n_train_docs,
-        corpus.n_train_tokens,
-    )
+    return None
 
-    def evaluate(t, elapsed):
+
+class Training:
+    """One training run, step by step: :meth:`start` (fresh or from a checkpoint), then
+    per round :meth:`round` (run, merge, update, record), :meth:`evaluate` every
+    ``eval_every`` rounds, the callbacks, :meth:`checkpoint`; then :meth:`finish` (the
+    model, its final evaluation and the report). :meth:`run` is that sequence."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        params: TrainParams,
+        mode: Mode,
+        executor: Executor,
+        callbacks: Sequence[Callback],
+        start: float,
+    ):
+        self.corpus = corpus
+        self.params = params
+        self.mode = mode
+        self.executor = executor
+        self.callbacks = list(callbacks)
+        self.start_time = start
+        self.total_rounds = params.passes * mode.rounds_per_pass
+        self.result = TrainResult(model=None)
+        self.checkpoints: TrainingCheckpoints | None = None
+        self.stopping: MinGainStopping | None = None
+        self.eval_time = 0.0  # evaluation is excluded from the training clock
+        self.first_round = 0
+        self.rounds_done = 0
+        self.stopped_by: str | None = None
+
+    def run(self, resume: bool = False) -> TrainResult:
+        """Train: start, the rounds until the last, a stop or the time budget, finish.
+        Once started, the executor is closed however training ends; after an error the
+        callbacks' ``on_train_end`` gets None and training's error is raised."""
+        self.checkpoints = open_checkpoints(self.params, self.corpus, resume)
+        self.log_plan()
+        ended = False
+        try:
+            self.start(resume)
+            for t in range(self.first_round, self.total_rounds):
+                if self.out_of_time(t):
+                    break
+                row = self.round(t)
+                self.record(t, row)
+                if self.stopped_by is not None:
+                    log.info("training stopped after round %d by %s", t + 1, self.stopped_by)
+                    break
+            self.finish()
+            ended = True
+        finally:
+            if not ended:
+                try:  # training failed: tell the callbacks, but raise training's error
+                    _notify(self.callbacks, "on_train_end", None)
+                except Exception:
+                    log.exception("a callback's on_train_end failed after a training error")
+            self.executor.close()
+        return self.result
+
+    def log_plan(self) -> None:
+        log.info(
+            "training %s: K=%d, %d rounds (%d per pass), %d training documents, %d tokens",
+            self.params.algorithm,
+            self.params.k,
+            self.total_rounds,
+            self.mode.rounds_per_pass,
+            self.corpus.n_train_docs,
+            self.corpus.n_train_tokens,
+        )
+
+    # -- start --------------------------------------------------------------
+    def start(self, resume: bool) -> None:
+        """Restore the newest checkpoint (with ``resume``), or start a stateful mode's
+        block states; add early stopping; tell the callbacks the plan."""
+        params, mode = self.params, self.mode
+        restored = None
+        if resume and self.checkpoints is not None:
+            restored = self.checkpoints.restore(mode, self.executor)
+        if restored is not None:
+            self.first_round, history = restored
+            self.result.rounds.extend(history.get("rounds", []))
+            self.result.evaluations.extend(history.get("evaluations", []))
+            self.rounds_done = self.first_round
+        elif mode.stateful:
+            out = self.executor.init_states(mode)
+            mode.set_initial(_merge(out, params.k))
+        if params.min_gain > 0:
+            self.stopping = MinGainStopping(
+                params.min_gain, params.patience, self.result.evaluations
+            )
+            self.callbacks.append(self.stopping)
+        _notify(
+            self.callbacks,
+            "on_train_start",
+            {
+                "algorithm": params.algorithm,
+                "k": params.k,
+                "total_rounds": self.total_rounds,
+                "rounds_per_pass": mode.rounds_per_pass,
+                "first_round": self.first_round,
+                "time_budget": params.time_budget,
+                "training_documents": self.corpus.n_train_docs,
+                "training_tokens": self.corpus.n_train_tokens,
+            },
+        )
+
+    def training_seconds(self) -> float:
+        """Seconds on the training clock (evaluations excluded)."""
+        return time.perf_counter() - self.start_time - self.eval_time
+
+    def out_of_time(self, t: int) -> bool:
+        """Whether the time budget is spent before round ``t`` (the first always runs)."""
+        budget = self.params.time_budget
+        if not budget or t <= self.first_round or self.training_seconds() < budget:
+            return False
+        log.info("time budget of %.1f s reached after %d rounds", budget, t)
+        self.stopped_by = "time_budget"
+        return True
+
+    # -- a round ------------------------------------------------------------
+    def round(self, t: int) -> dict:
+        """Round ``t``: the executor runs the mode's kernel on the round's blocks, the
+        partial statistics are merged, the mode updates; returns the round's record."""
+        mode = self.mode
+        r0 = time.perf_counter()
+        out = self.executor.run_round(mode, t)
+        r1 = time.perf_counter()
+        stats = _merge(out, self.params.k)
+        r2 = time.perf_counter()
+        info = mode.update(stats, t)
+        r3 = time.perf_counter()
+        tokens = float(stats.extra.get("tokens", 0.0))
+        return {
+            "round": t + 1,
+            "passes": (t + 1) / mode.rounds_per_pass,
+            "elapsed_s": r3 - self.start_time - self.eval_time,
+            "round_s": r3 - r0,
+            **out.timings,
+            "merge_s": r2 - r1,
+            "update_s": r3 - r2,
+            "tokens": tokens,
+            "tokens_per_s": tokens / max(r3 - r0, 1e-9),
+            "tasks": out.tasks or len(out.parts),
+            "combine": out.combine,
+            "shipped_bytes": out.shipped_bytes,
+            "driver_bytes": out.driver_bytes,
+            "merged_bytes": stats.nbytes,
+            **_timing_summary(stats),
+            **self.executor.round_info(),
+            **info,
+        }
+
+    def record(self, t: int, row: dict) -> None:
+        """After round ``t``: evaluate when due (not after the last round: :meth:`finish`
+        does), keep the record, tell the callbacks, checkpoint when due or stopping."""
+        every = self.params.eval_every
+        if every and (t + 1) % every == 0 and t + 1 < self.total_rounds:
+            ev = self.evaluate(t, row["elapsed_s"])
+            if ev is not None:
+                self.eval_time += ev["eval_s"]
+                row.update({k: ev[k] for k in ("heldout_loglik", "perplexity")})
+                self.stopped_by = _notify(self.callbacks, "on_evaluation", ev) or self.stopped_by
+        self.result.rounds.append(row)
+        self.rounds_done = t + 1
+        log.debug(  # sparklda.progress.Progress shows rounds to users
+            "round %d/%d, %.2f passes, %.0f tokens/s, step %.4g, %.3f s",
+            t + 1,
+            self.total_rounds,
+            row["passes"],
+            row["tokens_per_s"],
+            row.get("rho", float("nan")),
+            row["round_s"],
+        )
+        self.stopped_by = _notify(self.callbacks, "on_round", row) or self.stopped_by
+        self.checkpoint(t + 1)
+
+    def checkpoint(self, rounds_done: int) -> None:
+        """Save the driver state after ``rounds_done`` rounds when a checkpoint is due or
+        training stops."""
+        cp = self.checkpoints
+        if cp is None or not (
+            self.stopped_by is not None or cp.due(rounds_done, self.total_rounds)
+        ):
+            return
+        history = {"rounds": self.result.rounds, "evaluations": self.result.evaluations}
+        cp.save(rounds_done, self.mode, self.executor, history)
+
+    # -- evaluation and the end -----------------------------------------------
+    def evaluate(self, t: int, elapsed: float) -> dict | None:
+        """Score the held-out documents against the model after round ``t`` (None when
+        nothing is held out); the record joins the result's evaluations."""
+        mode = self.mode
         t_eval = time.perf_counter()
         phi = normalize_topics(mode.topic_word(), mode.eta)
-        score = executor.score(phi, mode.alpha, params.foldin_max_iter)
+        score = self.executor.score(phi, mode.alpha, self.params.foldin_max_iter)
         if score is None:
             return None
         row = {
@@ -213,7 +408,7 @@ def train(
             "eval_s": time.perf_counter() - t_eval,
             **score.as_dict(),
         }
-        result.evaluations.append(row)
+        self.result.evaluations.append(row)
         log.info(
             "round %d (%.2f passes): held-out log-likelihood %.4f per token, perplexity %.1f",
             t + 1,
@@ -223,107 +418,12 @@ def train(
         )
         return row
 
-    eval_time = 0.0  # evaluation is excluded from the training clock
-    stopped_by = None
-    first_round = 0
-    t = -1
-    stopping = None
-    ended = False
-    try:
-        restored = checkpoints.restore(mode, executor) if resume and checkpoints else None
-        if restored is not None:
-            first_round, history = restored
-            result.rounds.extend(history.get("rounds", []))
-            result.evaluations.extend(history.get("evaluations", []))
-            t = first_round - 1
-        elif mode.stateful:
-            out = executor.init_states(mode)
-            mode.set_initial(_merge(out, params.k))
-        if params.min_gain > 0:
-            stopping = MinGainStopping(params.min_gain, params.patience, result.evaluations)
-            callbacks = [*callbacks, stopping]
-        _notify(
-            callbacks,
-            "on_train_start",
-            {
-                "algorithm": params.algorithm,
-                "k": params.k,
-                "total_rounds": total_rounds,
-                "rounds_per_pass": mode.rounds_per_pass,
-                "first_round": first_round,
-                "time_budget": params.time_budget,
-                "training_documents": corpus.n_train_docs,
-                "training_tokens": corpus.n_train_tokens,
-            },
-        )
-        for t in range(first_round, total_rounds):
-            if (
-                params.time_budget
-                and t > first_round
-                and time.perf_counter() - start - eval_time >= params.time_budget
-            ):
-                log.info("time budget of %.1f s reached after %d rounds", params.time_budget, t)
-                stopped_by = "time_budget"
-                t -= 1
-                break
-            r0 = time.perf_counter()
-            out = executor.run_round(mode, t)
-            r1 = time.perf_counter()
-            stats = _merge(out, params.k)
-            r2 = time.perf_counter()
-            info = mode.update(stats, t)
-            r3 = time.perf_counter()
-            tokens = float(stats.extra.get("tokens", 0.0))
-            row = {
-                "round": t + 1,
-                "passes": (t + 1) / mode.rounds_per_pass,
-                "elapsed_s": r3 - start - eval_time,
-                "round_s": r3 - r0,
-                **out.timings,
-                "merge_s": r2 - r1,
-                "update_s": r3 - r2,
-                "tokens": tokens,
-                "tokens_per_s": tokens / max(r3 - r0, 1e-9),
-                "tasks": out.tasks or len(out.parts),
-                "combine": out.combine,
-                "shipped_bytes": out.shipped_bytes,
-                "driver_bytes": out.driver_bytes,
-                "merged_bytes": stats.nbytes,
-                **_timing_summary(stats),
-                **executor.round_info(),
-                **info,
-            }
-            if params.eval_every and (t + 1) % params.eval_every == 0 and t + 1 < total_rounds:
-                ev = evaluate(t, row["elapsed_s"])
-                if ev is not None:
-                    eval_time += ev["eval_s"]
-                    row.update({k: ev[k] for k in ("heldout_loglik", "perplexity")})
-                    stopped_by = _notify(callbacks, "on_evaluation", ev) or stopped_by
-            result.rounds.append(row)
-            log.debug(  # sparklda.progress.Progress shows rounds to users
-                "round %d/%d, %.2f passes, %.0f tokens/s, step %.4g, %.3f s",
-                t + 1,
-                total_rounds,
-                row["passes"],
-                row["tokens_per_s"],
-                info.get("rho", float("nan")),
-                row["round_s"],
-            )
-            stopped_by = _notify(callbacks, "on_round", row) or stopped_by
-            if checkpoints is not None and (
-                stopped_by is not None or checkpoints.due(t + 1, total_rounds)
-            ):
-                checkpoints.save(
-                    t + 1,
-                    mode,
-                    executor,
-                    {"rounds": result.rounds, "evaluations": result.evaluations},
-                )
-            if stopped_by is not None:
-                log.info("training stopped after round %d by %s", t + 1, stopped_by)
-                break
-        rounds_done = t + 1
-        train_seconds = time.perf_counter() - start - eval_time
+    def finish(self) -> None:
+        """The model and its final evaluation, the report; remove the checkpoints unless
+        kept; tell the callbacks."""
+        params, mode, corpus = self.params, self.mode, self.corpus
+        rounds_done = self.rounds_done
+        train_seconds = self.training_seconds()
         meta = {
             "mode": params.algorithm,
             "rounds": rounds_done,
@@ -334,31 +434,23 @@ def train(
             "params": params.to_dict(),
             "corpus": corpus.report,
         }
-        model = TopicModel(mode.topic_word(), mode.alpha, mode.eta, corpus.vocab, meta)
-        result.model = model
+        result = self.result
+        result.model = TopicModel(mode.topic_word(), mode.alpha, mode.eta, corpus.vocab, meta)
         if rounds_done > 0:
-            ev = evaluate(rounds_done - 1, train_seconds)
+            ev = self.evaluate(rounds_done - 1, train_seconds)
             if ev is not None:
-                _notify(callbacks, "on_evaluation", ev)
+                _notify(self.callbacks, "on_evaluation", ev)
+        cp = self.checkpoints
         result.report = {
             "train_seconds": train_seconds,
             "rounds": rounds_done,
-            "stopped_by": stopped_by,
-            "resumed_after_round": first_round or None,
+            "stopped_by": self.stopped_by,
+            "resumed_after_round": self.first_round or None,
             "corpus": corpus.report,
-            "mode": {**mode.report(), **executor.report()},
-            "checkpoints": checkpoints.report() if checkpoints else None,
-            "early_stopping": stopping.report() if stopping else None,
+            "mode": {**mode.report(), **self.executor.report()},
+            "checkpoints": cp.report() if cp else None,
+            "early_stopping": self.stopping.report() if self.stopping else None,
         }
-        if checkpoints is not None and not params.keep_checkpoint:
-            checkpoints.remove()
-        _notify(callbacks, "on_train_end", result)
-        ended = True
-    finally:
-        if not ended:
-            try:  # training failed: tell the callbacks, but raise training's error
-                _notify(callbacks, "on_train_end", None)
-            except Exception:
-                log.exception("a callback's on_train_end failed after a training error")
-        executor.close()
-    return result
+        if cp is not None and not params.keep_checkpoint:
+            cp.remove()
+        _notify(self.callbacks, "on_train_end", result)

@@ -26,7 +26,13 @@ from tests.helpers import KOS_DOCWORD, ROOT, job_env, probe_session, run, spark_
 # Shipped configurations
 
 
-def test_shipped_configs_are_byte_identical_to_the_top_level_conf_files():
+def test_the_top_level_conf_is_the_shipped_configs_one_source():
+    """The example configurations exist once, in the package (``sparklda/conf``, what the
+    console scripts print); the checkout's ``conf/`` is a link to it, so the two cannot
+    drift."""
+    top_dir = os.path.join(ROOT, "conf")
+    assert os.path.islink(top_dir), "conf/ must be the link to sparklda/conf, not a copy"
+    assert os.path.realpath(top_dir) == os.path.realpath(os.path.join(ROOT, "sparklda", "conf"))
     top = sorted(n for n in os.listdir(os.path.join(ROOT, "conf")) if n.endswith(".toml"))
     assert [f"{n}.toml" for n in shipped_configs()] == top
     assert set(shipped_configs()) >= {"local", "cluster", "modes", "warmstart"}

@@ -12,7 +12,8 @@ import scipy.special
 from sparklda import kernels
 from sparklda.errors import ParamError
 from sparklda.kernels import priors
-from sparklda.modes.base import add_seed_rows, seed_boost, split_extras, with_extras
+from sparklda.modes.priors import split_extras, with_extras
+from sparklda.modes.seeds import add_seed_rows, seed_boost
 from sparklda.params import TrainParams
 from tests import reference
 from tests import reference_modes as ref

@@ -99,7 +99,10 @@ def test_progress_records_time_budget_and_evaluation_schedule(spark):
     assert len(rows) == 3 * rounds_per_pass
     for r in rows:
         assert r["tokens"] > 0 and 0 < r["rho"] < 1 and r["tokens_per_s"] > 0
-        assert r["task_kernel_max_s"] >= 0
+        # the slowest task's kernel time: positive, at most the sum over the round's tasks,
+        # and inside the round's wall time
+        assert 0 < r["task_kernel_max_s"] <= r["task_kernel_sum_s"] <= r["tasks"] * r["round_s"]
+        assert r["task_kernel_max_s"] <= r["round_s"]
     evaluated = [r["round"] for r in res.evaluations]
     assert evaluated == [r for r in range(2, len(rows), 2)] + [len(rows)]
     assert "heldout_loglik" in rows[1]

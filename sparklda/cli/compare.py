@@ -1,7 +1,8 @@
 """Train every inference mode on one corpus and print held-out quality and time.
 
 ``python -m sparklda compare`` (or ``spark-submit jobs/compare_modes.py``)
-trains SCVB0, CVB0, CVB and SVB (and batch VB) on the UCI KOS corpus shipped
+trains every mode of the registry (:data:`sparklda.modes.MODES`: SCVB0, CVB0, CVB,
+SVB) and their variants (batch VB) on the UCI KOS corpus shipped
 in the package (``--data`` names another UCI folder) with K=50, α=0.1,
 η=0.01, the same 430 held-out documents (seed 0), minibatches of 1,000
 documents and 20 passes (SCVB0, SVB) or iterations (CVB0, CVB, batch VB),
@@ -31,6 +32,7 @@ from .._java import java_problem
 from ..api import fit
 from ..corpus import read_uci
 from ..io import resolve_sample
+from ..modes import MODES as REGISTRY
 from ..params import TrainParams
 from .config import ConfigError, check_config, load_config, parse_value
 from .job import apply_log_level, base_parser, error, print_config, setup_logging
@@ -40,14 +42,20 @@ log = logging.getLogger("sparklda.compare")
 
 DESCRIPTION = "Train every inference mode on one corpus and print held-out quality and time."
 SAMPLE = "sample:kos"
-#: name shown -> TrainParams overrides; every other parameter at its default
-MODES = {
-    "scvb0": {"algorithm": "scvb0"},
-    "cvb0": {"algorithm": "cvb0"},
-    "cvb": {"algorithm": "cvb"},
-    "svb": {"algorithm": "svb"},
-    "svb-batch": {"algorithm": "svb", "batch": True},
-}
+
+
+def compared_modes() -> dict[str, dict]:
+    """Name shown -> TrainParams overrides, every other parameter at its default: each
+    mode of the registry (:data:`sparklda.modes.MODES`), then its variants."""
+    out: dict[str, dict] = {}
+    for name, mode in REGISTRY.items():
+        out[name] = {"algorithm": name}
+        for variant, overrides in mode.variants.items():
+            out[variant] = {"algorithm": name, **overrides}
+    return out
+
+
+MODES = compared_modes()
 
 
 def parser(prog: str | None = None):

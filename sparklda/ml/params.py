@@ -32,7 +32,7 @@ from ..params import (
     BY_NAME,
     DEFAULT_ALPHA,
     DEFAULT_ETA,
-    MAX_DEFAULT_ROUNDS_PER_PASS,
+    MAX_PRIOR,
     Constraint,
     TrainParams,
     check_param,
@@ -79,6 +79,27 @@ STEP_PARAM_NAMES = {
     "learningOffset": ("tau_phi", "learning_offset"),
     "learningDecay": ("kappa_phi", "learning_decay"),
 }
+
+#: TrainParams field -> the pyspark Param that sets it: how the parameter table's docs
+#: (:meth:`sparklda.params.Constraint.text`) name other parameters here.
+ML_NAMES = {field: name for name, field in TRAIN_PARAM_NAMES.items()}
+
+
+def _doc(name: str, note: str = "") -> str:
+    """The doc of the Param ``name``, written once in the parameter table: its
+    TrainParams field's documentation (other parameters under their pyspark names) and,
+    unless ``note`` describes pyspark's form of the value, the field's range."""
+    c = BY_NAME[TRAIN_PARAM_NAMES[name]]
+    if not note and c.type is not bool:
+        note = f"Must be {c.describe()}."
+    return f"{c.text(ML_NAMES)} {note}".strip()
+
+
+def _algorithm_doc() -> str:
+    """The ``algorithm`` Param's doc: every mode of the registry with its title."""
+    modes = ", ".join(f"{name!r} ({mode.title})" for name, mode in MODES.items())
+    return f"Inference algorithm: {modes}."
+
 
 #: Params with no TrainParams field of the same form, checked by the same validator.
 OPTIMIZER = Constraint(
@@ -147,12 +168,7 @@ def _to_initial_model(value):
 class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     """Params shared by :class:`LDA` and :class:`LDAModel` (pyspark's names first)."""
 
-    k = Param(
-        Params._dummy(),
-        "k",
-        "K, the number of topics. Must be > 1.",
-        typeConverter=TypeConverters.toInt,
-    )
+    k = Param(Params._dummy(), "k", _doc("k"), typeConverter=TypeConverters.toInt)
     optimizer = Param(
         Params._dummy(),
         "optimizer",
@@ -187,44 +203,44 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     optimizeDocConcentration = Param(
         Params._dummy(),
         "optimizeDocConcentration",
-        "Learn an asymmetric α (one value per topic) from the data during training, starting "
-        "at docConcentration: Minka's fixed point (SCVB0 as an online step, CVB0 and CVB once "
-        "per iteration) or Hoffman's Newton step (SVB). estimatedDocConcentration() returns it.",
+        _doc("optimizeDocConcentration", "estimatedDocConcentration() returns it."),
         typeConverter=TypeConverters.toBoolean,
     )
     optimizeTopicConcentration = Param(
         Params._dummy(),
         "optimizeTopicConcentration",
-        "Learn a symmetric η from the topic-word statistics (Minka's fixed point, once a pass), "
-        "starting at topicConcentration.",
+        _doc("optimizeTopicConcentration"),
         typeConverter=TypeConverters.toBoolean,
     )
     seedTopics = Param(
         Params._dummy(),
         "seedTopics",
-        "Seeded topics {topic: [words]} (words as terms of 'vocabulary', or term ids): each "
-        "seed word gets extra pseudo-counts in its topic (SCVB0 and CVB0 only).",
+        _doc("seedTopics", "Words are terms of 'vocabulary', or term ids."),
         typeConverter=_to_seed_topics,
     )
     seedConfidence = Param(
         Params._dummy(),
         "seedConfidence",
-        "Strength of seedTopics: the fraction of a seeded topic's expected tokens added to its "
-        "seed words as pseudo-counts, shared evenly. >= 0.",
+        _doc("seedConfidence"),
         typeConverter=TypeConverters.toFloat,
     )
     docConcentration = Param(
         Params._dummy(),
         "docConcentration",
-        "α, the symmetric Dirichlet prior of the documents' topic proportions θ: a number in "
-        "(0, 1e4], or a list of 1 or k equal such numbers. None or [-1] selects the default 0.1.",
+        _doc(
+            "docConcentration",
+            f"A number in (0, {MAX_PRIOR:g}], or a list of 1 or k equal such numbers; None or "
+            f"[-1] selects the default {DEFAULT_ALPHA}.",
+        ),
         typeConverter=_to_concentration_list,
     )
     topicConcentration = Param(
         Params._dummy(),
         "topicConcentration",
-        "η, the Dirichlet prior of the topics' term distributions φ, in (0, 1e4]. None or -1 "
-        "selects the default 0.01.",
+        _doc(
+            "topicConcentration",
+            f"In (0, {MAX_PRIOR:g}]; None or -1 selects the default {DEFAULT_ETA}.",
+        ),
         typeConverter=TypeConverters.toFloat,
     )
     topicDistributionCol = Param(
@@ -237,87 +253,51 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     keepLastCheckpoint = Param(
         Params._dummy(),
         "keepLastCheckpoint",
-        "Keep the last checkpoint in checkpointDir after training succeeds (False: remove "
-        "the checkpoints).",
+        _doc("keepLastCheckpoint"),
         typeConverter=TypeConverters.toBoolean,
     )
     # -- ours ---------------------------------------------------------------
     algorithm = Param(
-        Params._dummy(),
-        "algorithm",
-        "Inference algorithm: 'scvb0' (stochastic collapsed variational Bayes, Foulds et al. "
-        "2013), 'cvb0', 'cvb' or 'svb' (online variational Bayes, Hoffman et al. 2010).",
-        typeConverter=TypeConverters.toString,
+        Params._dummy(), "algorithm", _algorithm_doc(), typeConverter=TypeConverters.toString
     )
     burnInPasses = Param(
-        Params._dummy(),
-        "burnInPasses",
-        "SCVB0: burn-in passes over each document updating only its N^Θ before the pass that "
-        "accumulates topic statistics (Algorithm 2 of Foulds et al. 2013). >= 0.",
-        typeConverter=TypeConverters.toInt,
+        Params._dummy(), "burnInPasses", _doc("burnInPasses"), typeConverter=TypeConverters.toInt
     )
     minibatchSize = Param(
-        Params._dummy(),
-        "minibatchSize",
-        "Documents per round (|M| in Foulds et al. 2013). >= 0; 0 (the default): "
-        f"max(2000, 1000 × tasks per round, training documents / {MAX_DEFAULT_ROUNDS_PER_PASS}).",
-        typeConverter=TypeConverters.toInt,
+        Params._dummy(), "minibatchSize", _doc("minibatchSize"), typeConverter=TypeConverters.toInt
     )
     stepScale = Param(
-        Params._dummy(),
-        "stepScale",
-        "SCVB0: s of the topic step size ρ^Φ = s/(τ+t)^κ (t in minibatches of 100 documents; "
-        "paper: 10). > 0.",
-        typeConverter=TypeConverters.toFloat,
+        Params._dummy(), "stepScale", _doc("stepScale"), typeConverter=TypeConverters.toFloat
     )
     heldoutFraction = Param(
         Params._dummy(),
         "heldoutFraction",
-        "Fraction of the documents held out of training (seeded) to measure held-out quality "
-        "during training, in [0, 1).",
+        _doc("heldoutFraction"),
         typeConverter=TypeConverters.toFloat,
     )
     evalEvery = Param(
         Params._dummy(),
         "evalEvery",
-        "Score the held-out documents every n rounds (0: only at the end); see "
-        "LDAModel.trainingHistory().",
+        _doc("evalEvery", "See LDAModel.trainingHistory()."),
         typeConverter=TypeConverters.toInt,
     )
     checkpointDir = Param(
         Params._dummy(),
         "checkpointDir",
-        "Directory (any Spark file system) where training writes a resumable checkpoint every "
-        "checkpointInterval rounds. When it holds a checkpoint of the same run (same data and "
-        "Params), fit continues from it instead of starting again. None: no checkpoints.",
+        _doc("checkpointDir", "Checkpoints every checkpointInterval rounds; None: no checkpoints."),
         typeConverter=TypeConverters.toString,
     )
     timeBudget = Param(
-        Params._dummy(),
-        "timeBudget",
-        "Stop training after this many seconds (checked between rounds); 0 or inf = no limit.",
-        typeConverter=TypeConverters.toFloat,
+        Params._dummy(), "timeBudget", _doc("timeBudget"), typeConverter=TypeConverters.toFloat
     )
     minGain = Param(
-        Params._dummy(),
-        "minGain",
-        "Early stopping: stop when the held-out log-likelihood per token gains less than this "
-        "many nats per pass for 'patience' consecutive evaluations (0: off). Needs "
-        "heldoutFraction > 0 and evalEvery > 0.",
-        typeConverter=TypeConverters.toFloat,
+        Params._dummy(), "minGain", _doc("minGain"), typeConverter=TypeConverters.toFloat
     )
     patience = Param(
-        Params._dummy(),
-        "patience",
-        "Early stopping: consecutive evaluations below minGain that stop training. >= 1.",
-        typeConverter=TypeConverters.toInt,
+        Params._dummy(), "patience", _doc("patience"), typeConverter=TypeConverters.toInt
     )
     execution = Param(
-        Params._dummy(),
-        "execution",
-        "How training rounds run: 'classic' (RDDs and broadcasts), 'dataframe' (DataFrames "
-        "only, as Spark Connect needs) or 'auto' (dataframe under Spark Connect, else classic).",
-        typeConverter=TypeConverters.toString,
+        Params._dummy(), "execution", _doc("execution"), typeConverter=TypeConverters.toString
     )
     vocabulary = Param(
         Params._dummy(),

@@ -9,46 +9,54 @@ token counts), returns the unmerged partial statistics, and the skeleton
 
 Two kinds of mode:
 
-* **stateless** (SCVB0, SVB): a round's tasks call
+* **stateless** (:class:`Mode`: SCVB0, SVB): a round's tasks call
   ``kernel(value, block) -> rows``, the (U, width) statistics of the block's
   U distinct terms, against the round value ``value``;
-* **stateful** (CVB0, CVB, ``stateful = True``): each block carries a state
-  between rounds (γ). ``init_state(value, block) -> state`` builds it once,
-  ``kernel(value, block, state) -> new state`` advances it one round, and
-  ``statistics(block, state) -> rows`` gives the block's statistics from a
+* **stateful** (:class:`StatefulMode`: CVB0, CVB): each block carries a state
+  of the mode's type ``S`` between rounds (CVB0's γ). ``init_state(value, block)
+  -> S`` builds it once, ``kernel(value, block, S) -> S`` advances it one round,
+  and ``statistics(block, S) -> rows`` gives the block's statistics from a
   state. The executor keeps the states with the cached blocks and cuts their
   lineage with a periodic checkpointer.
 
 Every function a mode hands out is built from plain values (arrays,
 numbers), never from ``self``, so what is shipped to the tasks stays small.
+
+Adding a mode: its ``modes/x.py`` (a subclass of :class:`Mode` or
+:class:`StatefulMode`), its kernel in :mod:`sparklda.kernels` (with a warmer in
+:data:`sparklda.kernels.warm.WARMERS` named by ``task_kernels``), and its entry in
+:data:`sparklda.modes.MODES`. Its name and the parameters only it reads go in the
+parameter table (:mod:`sparklda.params`, below this layer); ``tests/test_registry.py``
+checks that every table agrees with the registry.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from ..errors import ParamError
-from ..kernels.priors import minka_eta
 from ..kernels.random import Stream
 from ..params import TrainParams
 from ..stats import TopicStats
+from .priors import Priors
+from .seeds import Seeds
 
 #: ``kernel(value, block) -> rows`` of a stateless mode.
 StatelessKernel = Callable[[Any, Any], np.ndarray]
-#: ``kernel(value, block, state) -> state`` of a stateful mode.
-StatefulKernel = Callable[[Any, Any, Any], Any]
+#: The per-block state of a stateful mode (its type parameter).
+S = TypeVar("S")
 
 
-class Mode:
-    """One inference algorithm on the shared round skeleton.
+class Mode(ABC):
+    """One inference algorithm on the shared round skeleton (a stateless one: see
+    :class:`StatefulMode` for modes that keep per-block state).
 
-    Subclasses set ``name`` and implement :meth:`round_value`,
-    :meth:`kernel`, :meth:`update` and :meth:`topic_word`; stateful ones
-    also :meth:`init_value`, :meth:`init_state`, :meth:`statistics` and
-    :meth:`set_initial`.
+    Subclasses set ``name`` and ``title`` and implement :meth:`round_value`,
+    :meth:`kernel`, :meth:`update` and :meth:`topic_word`; a mode with driver state
+    of its own extends :meth:`state` and :meth:`restore`.
 
     ``corpus`` is used for its layout and counts only (``n_slices``,
     ``parts_per_slice``, ``slice_docs``, ``slice_tokens``, ``n_train_docs``,
@@ -56,13 +64,23 @@ class Mode:
     distributed data.
     """
 
+    #: The algorithm's name: the 'algorithm' parameter's value and the registry key.
     name: ClassVar[str] = "base"
+    #: One line on what the algorithm is (the ``pyspark.ml`` Param docs and the CLI show it).
+    title: ClassVar[str] = ""
     stateful: ClassVar[bool] = False
     #: Kernel groups (:data:`sparklda.kernels.warm.WARMERS`) a round's tasks and the
     #: driver's update call, loaded ahead of the first round (docs/architecture.md,
     #: "Startup: kernels compile once per machine").
     task_kernels: ClassVar[tuple[str, ...]] = ("merge",)
     driver_kernels: ClassVar[tuple[str, ...]] = ("merge",)
+    #: Whether learning a prior waits for the burn-in passes (:meth:`Priors.burnin`).
+    prior_waits: ClassVar[bool] = True
+    #: Whether the mode takes the 'seed_topics' parameter (:mod:`sparklda.modes.seeds`).
+    takes_seed_topics: ClassVar[bool] = False
+    #: Named variants ``python -m sparklda compare`` trains besides the mode itself:
+    #: name -> the parameters that make the variant (e.g. SVB's batch VB).
+    variants: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, corpus, params: TrainParams, initial_topic_word=None):
         self.corpus = corpus
@@ -70,12 +88,28 @@ class Mode:
         self.dtype = np.dtype(params.dtype)
         self.tokens_seen = 0.0
         self.docs_seen = 0
-        #: α (a K-vector, float64) and η as they stand: the given priors, or the learned
-        #: ones with ``optimize_alpha`` / ``optimize_eta`` (docs/architecture.md, "Learned priors").
-        self.alpha = np.full(params.k, float(params.alpha))
-        self.eta = float(params.eta)
-        #: seeded topics: the seeded terms (sorted) and their (S, K) extra pseudo-counts
-        self.seed_terms, self.seed_rows = seed_boost(params, corpus)
+        #: α and η as they stand (docs/architecture.md, "Learned priors")
+        self.priors = Priors(params, waits=self.prior_waits)
+        #: seeded topics' pseudo-counts (empty unless ``seed_topics``)
+        self.seeds = Seeds.of(params, corpus)
+
+    @property
+    def alpha(self) -> np.ndarray:
+        """α as it stands, a K-vector (float64)."""
+        return self.priors.alpha
+
+    @alpha.setter
+    def alpha(self, value: np.ndarray) -> None:
+        self.priors.alpha = value
+
+    @property
+    def eta(self) -> float:
+        """η as it stands."""
+        return self.priors.eta
+
+    @eta.setter
+    def eta(self, value: float) -> None:
+        self.priors.eta = value
 
     # -- the round plan -------------------------------------------------
     @property
@@ -86,6 +120,10 @@ class Mode:
     def rounds_per_pass(self) -> int:
         return int(self.corpus.n_slices)
 
+    def pass_of(self, t: int) -> int:
+        """The pass (from 0) round ``t`` belongs to."""
+        return t // self.rounds_per_pass
+
     def slice_of_round(self, t: int) -> int:
         """Slices are visited in a seeded random order, new each pass."""
         s = self.corpus.n_slices
@@ -93,95 +131,28 @@ class Mode:
         return int(order[t % s])
 
     def round_partitions(self, t: int) -> list[int]:
-        """The partitions round ``t`` runs on (a stateful mode runs on all)."""
-        if self.stateful:
-            return list(range(self.n_partitions))
+        """The partitions round ``t`` runs on: its slice's."""
         s = self.slice_of_round(t)
         p = self.corpus.parts_per_slice
         return list(range(s * p, (s + 1) * p))
 
     # -- per round -------------------------------------------------------
+    @abstractmethod
     def round_value(self, t: int) -> Any:
         """The state round ``t``'s tasks read (the executor ships it to them)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def kernel(self, t: int) -> Callable:
-        """Round ``t``'s per-block kernel call (see the module docstring)."""
-        raise NotImplementedError
+        """Round ``t``'s per-block kernel call: ``kernel(value, block) -> rows``
+        (:data:`StatelessKernel`; a stateful mode's takes and returns the state)."""
 
+    @abstractmethod
     def update(self, stats: TopicStats, t: int) -> dict:
         """Apply round ``t``'s merged statistics; return what the round record shows."""
-        raise NotImplementedError
 
+    @abstractmethod
     def topic_word(self) -> np.ndarray:
         """(V, K) topic-word statistics N^Φ such that φ̂ ∝ N^Φ + η per topic."""
-        raise NotImplementedError
-
-    # -- stateful modes ----------------------------------------------------
-    def init_value(self) -> Any:
-        """The value :meth:`init_state` reads (for example a warm start's φ̂)."""
-        return None
-
-    def init_state(self) -> Callable:
-        """``init_state(value, block) -> state``: a block's state before round 0."""
-        raise NotImplementedError
-
-    def statistics(self) -> Callable:
-        """``statistics(block, state) -> rows``: the block's statistics from its state."""
-        raise NotImplementedError
-
-    def set_initial(self, stats: TopicStats) -> None:
-        """Take the merged statistics of the initial states."""
-        raise NotImplementedError
-
-    # -- priors -----------------------------------------------------------
-    @property
-    def seeded(self) -> bool:
-        return len(self.seed_terms) > 0
-
-    def seed_totals(self) -> np.ndarray:
-        """Σ_w of the seeds' pseudo-counts per topic (what the denominators N^Z + Wη get)."""
-        return self.seed_rows.sum(axis=0)
-
-    def with_seeds(self, topic_word: np.ndarray) -> np.ndarray:
-        """``topic_word`` (V, K) plus the seeds' pseudo-counts (a copy when seeded)."""
-        if not self.seeded:
-            return topic_word
-        out = np.array(topic_word, dtype=np.float64, copy=True)
-        out[self.seed_terms] += self.seed_rows
-        return out
-
-    #: Whether learning a prior waits for the burn-in passes (:meth:`prior_burnin`).
-    prior_waits: ClassVar[bool] = True
-
-    def prior_burnin(self) -> int:
-        """Passes before a learned prior moves: the first quarter of the run, at least
-        one pass (docs/architecture.md, "Learned priors"). Until then the topics are
-        close to their random start, and the fixed point read on them takes the
-        random start's spread-out assignments for a large α or η, which the next
-        rounds' assignments then inherit. 0 for a mode whose ``prior_waits`` is False."""
-        if not self.prior_waits:
-            return 0
-        return max(1, int(self.params.passes) // 4)
-
-    def learns_priors(self, t: int) -> bool:
-        """Whether round ``t``'s update moves the learned priors (past the burn-in)."""
-        return t // self.rounds_per_pass >= self.prior_burnin()
-
-    def learn_eta(self, topic_word: np.ndarray, t: int) -> None:
-        """With ``optimize_eta``, after the burn-in: η from Minka's fixed point on the
-        statistics ``topic_word``."""
-        if self.params.optimize_eta and self.learns_priors(t):
-            self.eta = minka_eta(topic_word, self.eta)
-
-    def prior_report(self) -> dict[str, Any]:
-        """What a round record shows of learned priors."""
-        out: dict[str, Any] = {}
-        if self.params.optimize_alpha:
-            out["alpha_sum"] = float(self.alpha.sum())
-        if self.params.optimize_eta:
-            out["eta"] = self.eta
-        return out
 
     # -- checkpoints -------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -190,105 +161,51 @@ class Mode:
         return {
             "tokens_seen": self.tokens_seen,
             "docs_seen": self.docs_seen,
-            "alpha": self.alpha,
-            "eta": self.eta,
+            **self.priors.state(),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
         self.tokens_seen = float(state["tokens_seen"])
         self.docs_seen = int(state["docs_seen"])
-        if "alpha" in state:  # checkpoints written before learned priors have none
-            self.alpha = np.array(state["alpha"], dtype=np.float64).reshape(self.params.k)
-            self.eta = float(state["eta"])
+        self.priors.restore(state)
 
     def report(self) -> dict:
+        """What the training report shows of the mode."""
         return {}
 
 
-# --------------------------------------------------------------------------
-# Per-block statistics beside the rows, and seeded topics
+class StatefulMode(Mode, Generic[S]):
+    """A mode whose blocks keep a state of type ``S`` between rounds (CVB0's γ).
 
-
-def with_extras(rows: np.ndarray, extras: np.ndarray) -> np.ndarray:
-    """``rows`` (U, W) with ``len(extras)`` more columns, float64: ``extras`` in the first
-    row, zeros below. A block's small additive statistics (a learned prior's) travel
-    this way beside its topic-word rows, so every executor merges them with the rows
-    (a float64 sum in partition order) and the column sums of the merged extra columns
-    are their totals (:func:`split_extras`). A block with no terms has no row to carry
-    them; its documents are empty and add nothing to those statistics."""
-    out = np.zeros((rows.shape[0], rows.shape[1] + len(extras)), dtype=np.float64)
-    out[:, : rows.shape[1]] = rows
-    if rows.shape[0]:
-        out[0, rows.shape[1] :] = extras
-    return out
-
-
-def split_extras(rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the first ``width`` columns, the column sums of the others) of merged rows."""
-    return np.ascontiguousarray(rows[:, :width]), rows[:, width:].sum(axis=0)
-
-
-def seed_boost(params: TrainParams, corpus) -> tuple[np.ndarray, np.ndarray]:
-    """The seeded topics' pseudo-counts as sparse rows: (sorted term ids (S,), (S, K)).
-
-    Seed word w of topic k gets b_wk = c · (C/K) / n_k: ``seed_confidence`` c of the
-    topic's expected tokens C/K (C the training tokens), shared evenly by its n_k seed
-    words (docs/architecture.md, "Seeded topics"). Words given as str are looked up in
-    the corpus's vocabulary; ints are term ids. Raises ParamError naming unknown words.
+    Every round runs on every partition. Before round 0 the executor builds each
+    block's state with :meth:`init_state` (reading :meth:`init_value`) and hands the
+    merged :meth:`statistics` of those states to :meth:`set_initial`; each round's
+    :meth:`kernel` is ``kernel(value, block, state) -> state`` and the round's
+    statistics are :meth:`statistics` of the new states.
     """
-    k = params.k
-    seeds = params.seed_topics or {}
-    if not seeds:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, k), dtype=np.float64)
-    vocab = getattr(corpus, "vocab", None)
-    v = int(corpus.vocab_size)
-    index = {w: i for i, w in enumerate(vocab)} if vocab is not None else None
-    per_topic = params.seed_confidence * float(corpus.n_train_tokens) / k
-    cells: dict[tuple[int, int], float] = {}
-    unknown: list = []
-    for topic, words in seeds.items():
-        t = int(topic)
-        ids = []
-        for w in words:
-            if isinstance(w, str):
-                if index is None:
-                    raise ParamError(
-                        f"The 'seed_topics' parameter gives topic {t} the word {w!r}, but the "
-                        f"corpus has no vocabulary: give term ids (ints) instead."
-                    )
-                if w not in index:
-                    unknown.append(w)
-                    continue
-                ids.append(index[w])
-            else:
-                if int(w) >= v:
-                    unknown.append(int(w))
-                    continue
-                ids.append(int(w))
-        ids = sorted(set(ids))
-        for i in ids:
-            cells[(i, t)] = cells.get((i, t), 0.0) + per_topic / len(ids)
-    if unknown:
-        raise ParamError(
-            f"The 'seed_topics' parameter names words outside the corpus's vocabulary of "
-            f"{v} terms: {unknown!r}."
-        )
-    terms = np.array(sorted({w for w, _ in cells}), dtype=np.int64)
-    rows = np.zeros((len(terms), k), dtype=np.float64)
-    pos = {w: i for i, w in enumerate(terms.tolist())}
-    for (w, t), b in cells.items():
-        rows[pos[w], t] += b
-    return terms, rows
 
+    stateful: ClassVar[bool] = True
 
-def add_seed_rows(
-    rows: np.ndarray, block_terms: np.ndarray, seed_terms: np.ndarray, seed_rows: np.ndarray
-) -> None:
-    """``rows[i] += seed_rows[j]`` where ``block_terms[i] == seed_terms[j]`` (in place;
-    both term lists sorted): the seeds' pseudo-counts of a block's seeded terms."""
-    if not len(seed_terms) or not len(block_terms):
-        return
-    pos = np.minimum(np.searchsorted(seed_terms, block_terms), len(seed_terms) - 1)
-    hit = seed_terms[pos] == block_terms
-    if hit.any():
-        rows[hit] += seed_rows[pos[hit]].astype(rows.dtype)
+    def round_partitions(self, t: int) -> list[int]:
+        """Every partition."""
+        return list(range(self.n_partitions))
+
+    def init_value(self) -> Any:
+        """The value :meth:`init_state` reads (for example a warm start's φ̂)."""
+        return None
+
+    @abstractmethod
+    def init_state(self) -> Callable[[Any, Any], S]:
+        """``init_state(value, block) -> state``: a block's state before round 0."""
+
+    @abstractmethod
+    def kernel(self, t: int) -> Callable[[Any, Any, S], S]:
+        """``kernel(value, block, state) -> state``: round ``t`` on a block."""
+
+    @abstractmethod
+    def statistics(self) -> Callable[[Any, S], np.ndarray]:
+        """``statistics(block, state) -> rows``: the block's statistics from its state."""
+
+    @abstractmethod
+    def set_initial(self, stats: TopicStats) -> None:
+        """Take the merged statistics of the initial states."""

@@ -64,7 +64,8 @@ from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
 from ..kernels.random import Stream
 from ..params import DEFAULT_ALPHA
 from ..stats import normalize_topics
-from .base import Mode, split_extras, with_extras
+from .base import StatefulMode
+from .priors import split_extras, with_extras
 
 log = logging.getLogger("sparklda.modes.cvb0")
 
@@ -198,7 +199,7 @@ def statistics_fn(second_order, alpha=None):
     ``alpha`` (the K-vector α, when it is learned) also Minka's statistics of the block's
     documents (:func:`sparklda.kernels.priors.doc_prior_stats` on N^Θ = Σ m·γ per
     document, as expected counts with log P(N_dk = 0) = Σ m·log(1 − γ)) as K + 1 more
-    columns (:func:`sparklda.modes.base.with_extras`)."""
+    columns (:func:`sparklda.modes.priors.with_extras`)."""
 
     def run(block, gamma):
         vals = np.hstack([gamma, gamma * (1 - gamma)]) if second_order else gamma
@@ -216,13 +217,17 @@ def statistics_fn(second_order, alpha=None):
 # --------------------------------------------------------------------------
 # The modes
 
+#: CVB0's block state: γ of the block's (document, term) pairs, (nnz, K) in the run's dtype.
+Gamma = np.ndarray
 
-class CVB0(Mode):
+
+class CVB0(StatefulMode[Gamma]):
     """Batch CVB0 (Asuncion et al. 2009; Eq. 3 of Foulds et al. 2013)."""
 
     name = "cvb0"
+    title = "batch collapsed variational Bayes, zero order, Asuncion et al. 2009"
     task_kernels = ("cvb", "inference", "merge")
-    stateful = True
+    takes_seed_topics = True
     second_order = False
 
     def __init__(self, corpus, params, initial_topic_word=None):
@@ -296,12 +301,12 @@ class CVB0(Mode):
 
     def round_value(self, t):
         d = self.dtype
-        if self.seeded:
+        if self.seeds.active:
             # the seeds' pseudo-counts join N^Φ where the kernel reads it (N^Φ + η), and
             # their totals join N^Z (the kernel's N^Z + Wη)
             nphi = self.nphi.astype(d)
-            nphi[self.seed_terms] += self.seed_rows.astype(d)
-            return nphi, (self.nz + self.seed_totals()).astype(d), None, None
+            nphi[self.seeds.terms] += self.seeds.rows.astype(d)
+            return nphi, (self.nz + self.seeds.totals()).astype(d), None, None
         if self.second_order:
             return (
                 self.nphi.astype(d),
@@ -318,11 +323,12 @@ class CVB0(Mode):
         old = self.nphi
         rows, extras = self._stat_rows(stats)
         self._set_stats(rows)
-        if extras is not None and self.learns_priors(t):  # one fixed-point step an iteration
+        # one fixed-point step an iteration
+        if extras is not None and self.priors.learns(self.pass_of(t)):
             self.alpha = minka_alpha_step(self.alpha, extras[: self.k], float(extras[self.k]))
             if not self.params.optimize_alpha_sum:
                 self.alpha = keep_total(self.alpha, self.k * self.params.alpha)
-        self.learn_eta(self.nphi, t)
+        self.priors.learn_eta(self.nphi, self.pass_of(t))
         tokens = float(stats.extra.get("tokens", 0.0))
         self.tokens_seen += tokens
         self.docs_seen += int(stats.extra.get("docs", 0))
@@ -330,11 +336,11 @@ class CVB0(Mode):
         return {
             "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),
             "partitions": self.n_partitions,
-            **self.prior_report(),
+            **self.priors.report(),
         }
 
     def topic_word(self):
-        return self.with_seeds(self.nphi.copy())
+        return self.seeds.added_to(self.nphi.copy())
 
     def state(self):
         out = {**super().state(), "nphi": self.nphi}
@@ -364,4 +370,6 @@ class CVB(CVB0):
     2007, Eq. 16-18): CVB0 plus the variances Σ m γ(1 − γ) of N^Θ, N^Φ, N^Z."""
 
     name = "cvb"
+    title = "batch collapsed variational Bayes, second order, Teh et al. 2007"
+    takes_seed_topics = False
     second_order = True

@@ -23,7 +23,9 @@ from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
 from ..kernels.random import Stream
 from ..kernels.scvb0 import add_scaled_rows
 from ..params import schedule_minibatch_docs
-from .base import Mode, add_seed_rows, split_extras, with_extras
+from .base import Mode
+from .priors import split_extras, with_extras
+from .seeds import add_seed_rows
 
 #: Total mass of the random initial N^Φ as a fraction of the training tokens C.
 #: Algorithm 2 says "randomly initialize" and leaves the scale open. The online
@@ -78,7 +80,7 @@ def scvb0_kernel(
     (float64). With ``learn_alpha`` the rows carry Minka's statistics of the
     block's documents (:func:`sparklda.kernels.priors.doc_prior_stats` on
     their final N^Θ, as expected counts with the last pass's log P(N_dk = 0))
-    as K + 1 extra columns (:func:`sparklda.modes.base.with_extras`).
+    as K + 1 extra columns (:func:`sparklda.modes.priors.with_extras`).
     """
 
     def run(value, block):
@@ -122,7 +124,11 @@ def scvb0_kernel(
 
 
 class SCVB0(Mode):
+    """SCVB0 (Foulds et al. 2013, Algorithm 2) on minibatch slices."""
+
     name = "scvb0"
+    title = "stochastic collapsed variational Bayes, Foulds et al. 2013"
+    takes_seed_topics = True
     task_kernels = ("scvb0", "merge")
     driver_kernels = ("merge", "scvb0_update")
 
@@ -153,8 +159,8 @@ class SCVB0(Mode):
 
     def round_value(self, t):
         denom = self.nz + self.w_eta
-        if self.seeded:
-            denom = denom + self.seed_totals()
+        if self.seeds.active:
+            denom = denom + self.seeds.totals()
         inv_nz = (1.0 / denom).astype(self.dtype)
         s = self.slice_of_round(t)
         terms = self.corpus.slice_terms(s) if self.corpus_terms else self.slice_terms.get(s)
@@ -172,7 +178,7 @@ class SCVB0(Mode):
             p.s_theta,
             p.tau_theta,
             p.kappa_theta,
-            (self.seed_terms, self.seed_rows.astype(self.dtype)) if self.seeded else None,
+            (self.seeds.terms, self.seeds.rows.astype(self.dtype)) if self.seeds.active else None,
             bool(p.optimize_alpha),
             bool(p.exclude_token),
         )
@@ -188,7 +194,7 @@ class SCVB0(Mode):
         rows = stats.rows
         if p.optimize_alpha:
             rows, extras = split_extras(rows, p.k)
-            if self.learns_priors(t):
+            if self.priors.learns(self.pass_of(t)):
                 # Minka's fixed point on the round's documents, taken as an online step
                 target = minka_alpha_step(self.alpha, extras[: p.k], float(extras[p.k]))
                 if not p.optimize_alpha_sum:
@@ -218,11 +224,12 @@ class SCVB0(Mode):
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
         if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
-            self.learn_eta(self.base * self.scale, t)  # once a pass: V·K digammas
-        return {"rho": rho, "slice": s, "docs": m_docs, **self.prior_report()}
+            # once a pass: V·K digammas
+            self.priors.learn_eta(self.base * self.scale, self.pass_of(t))
+        return {"rho": rho, "slice": s, "docs": m_docs, **self.priors.report()}
 
     def topic_word(self):
-        return self.with_seeds(self.base * self.scale)
+        return self.seeds.added_to(self.base * self.scale)
 
     def report(self):
         return {"schedule_minibatch": self.ref_minibatch}

@@ -46,12 +46,15 @@ its minibatch updates from 1, i.e. it uses ρ = (τ0 + t + 1)^−κ.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 
 from ..kernels import dirichlet_expectation_2d, svb_estep_block, uniform_matrix
 from ..kernels.priors import elog_theta_offsets, hoffman_alpha_step, keep_total
 from ..kernels.random import Stream
-from .base import Mode, split_extras, with_extras
+from .base import Mode
+from .priors import split_extras, with_extras
 
 #: Hoffman's initialisation of λ and of each document's γ: Gamma(shape, 1/shape).
 GAMMA_SHAPE = 100.0
@@ -120,7 +123,7 @@ def svb_kernel(seed, pass_no, alpha, max_iter, tol, learn_alpha=False):
     value is exp(E_q[log β]) (V, K) in the run's dtype. ``alpha`` is the K-vector
     α; with ``learn_alpha`` the rows carry Σ_d E_q[log θ_d] − E_prior[log θ] of the
     block's documents (:func:`sparklda.kernels.priors.elog_theta_offsets`) as K extra
-    columns (:func:`sparklda.modes.base.with_extras`)."""
+    columns (:func:`sparklda.modes.priors.with_extras`)."""
 
     def run(expelogbeta, block):
         dtype = expelogbeta.dtype
@@ -148,6 +151,8 @@ class SVB(Mode):
     """Online VB (Hoffman et al. 2010, Algorithm 2); batch VB with ``batch``."""
 
     name = "svb"
+    title = "online variational Bayes, Hoffman et al. 2010; batch VB with 'batch'"
+    variants: ClassVar[dict[str, dict[str, Any]]] = {"svb-batch": {"batch": True}}
     task_kernels = ("svb", "merge")
     #: Hoffman's α step is scaled by the round's ρ_t from the first round on.
     prior_waits = False
@@ -229,8 +234,8 @@ class SVB(Mode):
         self.docs_seen += s_docs
         self.tokens_seen += float(stats.extra.get("tokens", 0.0))
         if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
-            self.learn_eta(self.topic_word(), t)  # once a pass, on λ − η
-        info = {"rho": rho, "docs": s_docs, **self.prior_report()}
+            self.priors.learn_eta(self.topic_word(), self.pass_of(t))  # once a pass, on λ − η
+        info = {"rho": rho, "docs": s_docs, **self.priors.report()}
         if not self.batch:
             info["slice"] = self.slice_of_round(t)
         return info

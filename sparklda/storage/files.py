@@ -350,11 +350,17 @@ class SparkFiles:
         jvm = self.spark._jvm
         texts = []
         for rel, jfile in sorted(found, key=lambda f: f[0]):
-            stream = fs.open(jfile)
             try:
-                data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
-            finally:
-                stream.close()
+                stream = fs.open(jfile)
+                try:
+                    data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+                finally:
+                    stream.close()
+            except Exception as e:  # a checksum error, a file that went away
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+                raise ModelFormatError(
+                    f"{directory.rstrip('/')}/{rel} cannot be read ({first})."
+                ) from None
             try:
                 texts.append((rel, bytes(data).decode("utf-8")))
             except UnicodeDecodeError as e:

@@ -209,6 +209,10 @@ def test_an_unknown_scheme_names_the_path_and_the_scheme(spark):
         small_model(1.0).save("foo://bucket/model")
     with pytest.raises(ModelPathError, match=r"scheme 'foo'"):
         TopicModel.load("foo://bucket/model")
+    from sparklda.cli.job import check_output
+
+    with pytest.raises(ModelPathError, match=r"output.model: .*'foo://bucket/m'.*scheme 'foo'"):
+        check_output(spark, "foo://bucket/m", "output.model", False)
 
 
 # --------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReader, 
 from .._version import __version__
 from ..errors import ModelFormatError, ModelPathError
 from ..model import TopicModel
-from ..storage import CommittedDir, SparkFiles
+from ..storage import CommittedDir, SparkFiles, literal_path
 from .pipeline import committed_pipeline_path
 
 MODEL_KIND = "sparklda.LDAModel"
@@ -145,7 +145,7 @@ def _load_stage(reader: MLReader, path: str, kind: str, cls) -> tuple[dict, str 
     else:
         if not target.files.exists(f"{target.root}/metadata"):
             raise FileNotFoundError(f"No sparklda {cls.__name__} at {path!r}.")
-        record = DefaultParamsReader.loadMetadata(path, spark)
+        record = DefaultParamsReader.loadMetadata(literal_path(path), spark)
         base = None
     _check_class(record, cls, path)
     return record, base

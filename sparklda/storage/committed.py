@@ -7,7 +7,8 @@ Layout of a committed directory ``P`` (docs/architecture.md, "Saved directories"
     P/commits/<seq>/       the commit record of sequence number seq: one JSON line
                            naming its version, written last
 
-(sparklda before 0.x named the record ``P/commits/v<seq>-<id>/``; both are read.)
+(Directories saved by earlier sparklda name the record ``P/commits/v<seq>-<id>/``;
+both are read, and the next save replaces them.)
 
 One operation writes it, :meth:`CommittedDir.write`::
 

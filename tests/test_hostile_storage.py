@@ -361,3 +361,18 @@ def test_a_damaged_model_in_the_infer_job(spark, tmp_path, saved):
     with pytest.raises(ModelFormatError, match="k = None"):
         infer_topics.run(spark, cfg)
     assert not (tmp_path / "scores").exists()
+
+
+def test_a_model_in_the_earlier_commit_layout_loads_and_is_replaced(saved):
+    """Directories saved before named each commit record by its version
+    (``commits/v000000-…``): still read, and the next save leaves only the new layout."""
+    path, version = saved
+    os.rename(
+        os.path.join(path, "commits", "000000"),
+        os.path.join(path, "commits", os.path.basename(version)),
+    )
+    assert float(TopicModel.load(path).topic_word[0, 0]) == 1.0
+    small_model(2.0).save(path, overwrite=True)
+    assert float(TopicModel.load(path).topic_word[0, 0]) == 2.0
+    assert os.listdir(os.path.join(path, "commits")) == ["000001"]
+    assert len([n for n in os.listdir(path) if n.startswith("v")]) == 1

@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Any
 
-from .errors import ParamError
+from .errors import ModelFormatError, ParamError
 from .params import TrainParams
 from .storage import CommittedDir, join_state, split_state
 
@@ -102,25 +102,24 @@ class TrainingCheckpoints:
     def save(self, rounds_done: int, mode, executor, history: dict) -> None:
         t0 = time.perf_counter()
         files = self.dir.files
-        version, seq = self.dir.new_version(self.dir.latest())
-        base = f"{self.dir.root}/{version}"
-        scalars, arrays = split_state(mode.state())
-        files.write_arrays(f"{base}/arrays", arrays)
-        if mode.stateful:
-            executor.save_states(f"{base}/blocks")
-        files.write_json(
-            f"{base}/state",
-            {
-                "format_version": FORMAT_VERSION,
-                "round": rounds_done,
-                "mode": mode.name,
-                "fingerprint": self.fingerprint,
-                "scalars": scalars,
-                "history": history,
-            },
-        )
-        commit = self.dir.commit(version, seq, {"round": rounds_done})
-        self.dir.cleanup(commit)
+        info = {"round": rounds_done}
+        with self.dir.write(info, overwrite=True, what="checkpoint", check=False) as staged:
+            base = staged.path
+            scalars, arrays = split_state(mode.state())
+            files.write_arrays(f"{base}/arrays", arrays)
+            if mode.stateful:
+                executor.save_states(f"{base}/blocks")
+            files.write_json(
+                f"{base}/state",
+                {
+                    "format_version": FORMAT_VERSION,
+                    "round": rounds_done,
+                    "mode": mode.name,
+                    "fingerprint": self.fingerprint,
+                    "scalars": scalars,
+                    "history": history,
+                },
+            )
         self.last_time = time.perf_counter()
         self.saved += 1
         self.seconds += self.last_time - t0
@@ -141,6 +140,20 @@ class TrainingCheckpoints:
         files = self.dir.files
         base = latest.path(self.dir.root)
         saved = files.read_json(f"{base}/state")
+        fields = (("fingerprint", dict), ("round", int), ("scalars", dict))
+        if not isinstance(saved, dict) or any(
+            not isinstance(saved.get(key), kind) for key, kind in fields
+        ):
+            raise ModelFormatError(
+                f"The checkpoint {base!r} in {self.params.checkpoint_dir!r} is damaged: its "
+                f"state record lacks 'fingerprint', 'round' or 'scalars'. Remove the "
+                f"directory (or use another checkpoint.dir) to train from the start."
+            )
+        if not isinstance(saved.get("format_version", 0), int):
+            raise ModelFormatError(
+                f"The checkpoint {base!r} is damaged: format_version "
+                f"{saved.get('format_version')!r} is not an integer."
+            )
         if saved.get("format_version", 0) > FORMAT_VERSION:
             raise ParamError(
                 f"The checkpoint in {self.params.checkpoint_dir!r} has format "

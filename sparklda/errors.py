@@ -31,6 +31,16 @@ class ModelExistsError(ModelPathError, FileExistsError):
     """The output exists and overwriting was not asked for."""
 
 
+class ConcurrentWriteError(ModelExistsError):
+    """Another writer committed the same model, checkpoint or pipeline path at the same time:
+    this save was not committed (and its files were removed); the path holds the other's."""
+
+
+class ModelFormatError(ModelPathError):
+    """A saved model, checkpoint or commit record that is damaged or not sparklda's: the
+    message names the path, the file and what is wrong."""
+
+
 # --------------------------------------------------------------------------
 # Errors raised on Spark's executors
 

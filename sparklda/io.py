@@ -1,98 +1,27 @@
-"""Paths and file systems: one location seen the same way by Spark (Hadoop) and pyarrow.
+"""Input paths and encodings.
 
-* :func:`resolve_path` qualifies a path the way Spark does (its default file
-  system), so Param metadata written by Spark and topics written by pyarrow
-  land in one directory;
-* :func:`path_exists` asks whether such a path exists;
-* :func:`filesystem` and :func:`fs_exists` are the pyarrow side used by model
-  persistence;
-* :func:`resolve_sample` turns ``sample:kos/docword.txt.gz`` into the file
-  shipped in the package's data;
+* :func:`is_sample` and :func:`resolve_sample` recognise ``sample:kos/docword.txt.gz``
+  and turn it into the file shipped in the package's data;
 * :func:`check_encoding` checks the text encoding of input files.
 """
 
 from __future__ import annotations
 
 import codecs
-import os
 from importlib.resources import files
 
 from .errors import ParamError
 
 __all__ = [
+    "SAMPLE_PREFIX",
+    "SPARK_CHARSETS",
     "check_encoding",
-    "exists",
-    "filesystem",
-    "fs_exists",
-    "path_exists",
-    "resolve_path",
+    "is_sample",
     "resolve_sample",
 ]
 
 #: Prefix of the paths of the sample corpus shipped in the package (``sparklda/data``).
 SAMPLE_PREFIX = "sample:"
-
-
-def filesystem(path: str):
-    """(pyarrow filesystem, path inside it) for a local path or a URI."""
-    from pyarrow import fs
-
-    if "://" in str(path):
-        return fs.FileSystem.from_uri(str(path))
-    return fs.LocalFileSystem(), os.path.abspath(os.path.expanduser(str(path)))
-
-
-def fs_exists(fsys, path: str) -> bool:
-    """Whether ``path`` exists in the pyarrow file system ``fsys``."""
-    from pyarrow import fs
-
-    return fsys.get_file_info(path).type != fs.FileType.NotFound
-
-
-def resolve_path(path: str, spark=None) -> str:
-    """The path as pyarrow (:class:`~sparklda.model.TopicModel`) should see it, qualified
-    the way Spark does.
-
-    A relative or scheme-less path is resolved by Hadoop against the default
-    file system of ``spark`` (default: the active session): ``file:`` becomes
-    a local path, ``dbfs:/x`` the Databricks mount ``/dbfs/x``, ``s3a://`` is
-    ``s3://``; other URIs (``hdfs://``, ``gs://``) are passed on. Without a
-    session (or on Spark Connect) the path is taken as given.
-    """
-    path = os.fspath(path)
-    try:
-        if spark is None:
-            from pyspark.sql import SparkSession
-
-            spark = SparkSession.getActiveSession()
-        sc = spark.sparkContext if spark is not None else None
-        jvm = sc._jvm if sc is not None else None
-    except Exception:  # Spark Connect, or no session: take the path as given
-        jvm = None
-    if jvm is None:
-        return path.removeprefix("file:")
-    jpath = jvm.org.apache.hadoop.fs.Path(path)
-    q = jpath.getFileSystem(sc._jsc.hadoopConfiguration()).makeQualified(jpath).toUri()
-    scheme = q.getScheme()
-    if scheme == "file":
-        return q.getPath()
-    if scheme == "dbfs":
-        return "/dbfs" + q.getPath()
-    text = q.toString()
-    if scheme in ("s3a", "s3n"):
-        return "s3" + text[len(scheme) :]
-    return text
-
-
-def exists(path: str) -> bool:
-    """Whether ``path`` (a local path or a URI, taken as given) exists."""
-    fsys, p = filesystem(path)
-    return fs_exists(fsys, p)
-
-
-def path_exists(path: str, spark=None) -> bool:
-    """Whether ``path`` exists, resolved the way Spark resolves it (:func:`resolve_path`)."""
-    return exists(resolve_path(path, spark))
 
 
 def is_sample(path) -> bool:

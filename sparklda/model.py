@@ -9,17 +9,16 @@ held-out evaluation. Every mode produces this same class.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 
 import numpy as np
 
 from ._version import __version__
 from .coherence import coherence as _coherence
-from .errors import ModelPathError, SparkLDAError, executor_errors
+from .errors import ModelFormatError, SparkLDAError, executor_errors
 from .evaluation import completion_loglik
 from .inference import transform_dataframe
 from .stats import normalize_topics
-from .storage import CommittedDir, SparkFiles
+from .storage import CommittedDir, SparkFiles, literal_path, parse_json
 
 FORMAT = "sparklda.TopicModel"
 #: 3: α may be a list (a learned asymmetric α); 2: committed versions written through Spark
@@ -286,11 +285,11 @@ class TopicModel:
         """
         self.check_finite()
         target = CommittedDir(path, FORMAT, spark)
-        latest = target.check_target(overwrite, "model", legacy=LEGACY_FILES)
-        version, seq = target.new_version(latest)
-        self.write_payload(f"{target.root}/{version}", spark)
-        commit = target.commit(version, seq, {"k": self.k, "vocab_size": self.vocab_size})
-        target.cleanup(commit, extra=LEGACY_FILES)
+        info = {"k": self.k, "vocab_size": self.vocab_size}
+        with target.write(
+            info, overwrite=overwrite, legacy=LEGACY_FILES, extra=LEGACY_FILES
+        ) as staged:
+            self.write_payload(staged.path, spark)
 
     def write_payload(self, base: str, spark=None) -> None:
         """Write ``base/metadata`` and ``base/topics`` (no commit: the caller commits the
@@ -331,37 +330,109 @@ class TopicModel:
     @classmethod
     def load(cls, path: str, spark=None) -> TopicModel:
         """Load the model saved at ``path`` (the newest committed version; the format-1
-        layout of ``metadata.json`` and ``topics.parquet`` is read too)."""
+        layout of ``metadata.json`` and ``topics.parquet`` is read too). A damaged or
+        foreign directory raises :class:`~sparklda.errors.ModelFormatError` naming the
+        file and what is wrong; nothing read is ever executed (JSON and Parquet only)."""
         target = CommittedDir(path, FORMAT, spark)
         files = target.files
         latest = target.latest()
         if latest is not None:
             base = latest.path(target.root)
-            meta = files.read_json(f"{base}/metadata")
-            table = files.read_table(f"{base}/topics")
+            meta_file, topics_file = f"{base}/metadata", f"{base}/topics"
+            meta = files.read_json(meta_file)
         elif files.exists(f"{target.root}/{LEGACY_FILES[0]}"):
-            rows = files.spark.read.text(
-                f"{target.root}/{LEGACY_FILES[0]}", wholetext=True
-            ).collect()
-            meta = json.loads(rows[0][0])
-            table = files.read_table(f"{target.root}/{LEGACY_FILES[1]}")
+            meta_file = f"{target.root}/{LEGACY_FILES[0]}"
+            topics_file = f"{target.root}/{LEGACY_FILES[1]}"
+            rows = files.spark.read.text(literal_path(meta_file), wholetext=True).collect()
+            meta = parse_json(rows[0][0] if rows else "", repr(meta_file))
         elif files.exists(f"{target.root}/metadata") and files.exists(f"{target.root}/topics"):
-            meta = files.read_json(f"{target.root}/metadata")  # a payload inside a version
-            table = files.read_table(f"{target.root}/topics")
+            # a payload inside a version
+            meta_file, topics_file = f"{target.root}/metadata", f"{target.root}/topics"
+            meta = files.read_json(meta_file)
         else:
             raise FileNotFoundError(f"No sparklda model at {path!r} (no committed version).")
-        if meta.get("format_version", 0) > FORMAT_VERSION:
-            raise ModelPathError(
-                f"The model at {path!r} has format version "
-                f"{meta['format_version']}; this sparklda reads up to "
-                f"{FORMAT_VERSION}."
-            )
-        k = int(meta["k"])
-        table = table.sort_by("term_index")
-        tw = np.asarray(
-            table.column("topic_word").combine_chunks().flatten().to_numpy(zero_copy_only=False),
-            dtype=np.float64,
-        ).reshape(-1, k)
-        vocab = table.column("term").to_pylist() if meta.get("has_vocab") else None
+        k = _check_metadata(meta, path, meta_file)
+        table = files.read_table(topics_file)
+        tw, vocab = _topics_from_table(table, k, meta, path, topics_file)
         alpha, eta = meta.pop("alpha"), meta.pop("eta")
-        return cls(tw, alpha, eta, vocab, meta)
+        try:
+            return cls(tw, alpha, eta, vocab, meta)
+        except (TypeError, ValueError) as e:
+            raise ModelFormatError(
+                f"The model at {path!r} is damaged ({meta_file!r}): {e}"
+            ) from None
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and bool(np.isfinite(x))
+
+
+def _check_metadata(meta, path: str, where: str) -> int:
+    """K from the metadata record ``meta`` read at ``where``, after checking every field
+    :meth:`TopicModel.load` uses; :class:`ModelFormatError` naming what is wrong."""
+
+    def bad(what: str) -> ModelFormatError:
+        return ModelFormatError(f"The model at {path!r} is damaged: {where!r} {what}.")
+
+    if not isinstance(meta, dict):
+        raise bad(f"holds a JSON {type(meta).__name__}, not the metadata object")
+    if "format" in meta and meta["format"] != FORMAT:
+        raise bad(f"names the format {meta['format']!r}, not {FORMAT!r}")
+    version = meta.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise bad(f"has the format version {version!r}; expected an integer")
+    if version > FORMAT_VERSION:
+        raise ModelFormatError(
+            f"The model at {path!r} has format version {version}; this sparklda reads up to "
+            f"{FORMAT_VERSION}."
+        )
+    k = meta.get("k")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise bad(f"has k = {k!r}; expected the number of topics, an integer >= 1")
+    v = meta.get("vocab_size")
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+        raise bad(f"has vocab_size = {v!r}; expected an integer >= 1")
+    alpha = meta.get("alpha")
+    ok = _is_number(alpha) or (
+        isinstance(alpha, list) and len(alpha) == k and all(_is_number(a) for a in alpha)
+    )
+    if not ok:
+        raise bad(f"has alpha = {str(alpha)[:60]!r}; expected a number or a list of k={k}")
+    if not _is_number(meta.get("eta")):
+        raise bad(f"has eta = {str(meta.get('eta'))[:60]!r}; expected a number")
+    return k
+
+
+def _topics_from_table(table, k: int, meta: dict, path: str, where: str):
+    """(topic-word matrix, vocabulary or None) from the topics table read at ``where``,
+    checked against the metadata's K and vocabulary size."""
+    import pyarrow as pa
+
+    def bad(what: str) -> ModelFormatError:
+        return ModelFormatError(f"The model at {path!r} is damaged: {where!r} {what}.")
+
+    missing = {"term_index", "term", "topic_word"} - set(table.column_names)
+    if missing:
+        raise bad(f"has no column {sorted(missing)}")
+    if not pa.types.is_list(table.schema.field("topic_word").type) and not pa.types.is_large_list(
+        table.schema.field("topic_word").type
+    ):
+        raise bad("has a 'topic_word' column that is not a list of numbers")
+    table = table.sort_by("term_index")
+    rows = table.num_rows
+    v = meta.get("vocab_size")
+    if v is not None and rows != v:
+        raise bad(f"has {rows} terms but the metadata says vocab_size = {v}")
+    lists = table.column("topic_word").combine_chunks()
+    lengths = pa.compute.list_value_length(lists).to_numpy(zero_copy_only=False)
+    if rows == 0 or lists.null_count or np.any(lengths != k):
+        wrong = sorted({int(n) for n in lengths if n != k})[:3] if rows else []
+        raise bad(f"does not hold k={k} weights for each of its {rows} terms (found {wrong})")
+    idx = table.column("term_index").to_numpy()
+    if not np.array_equal(idx, np.arange(rows)):
+        raise bad(f"does not number its terms 0..{rows - 1}")
+    tw = np.asarray(lists.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
+    vocab = table.column("term").to_pylist() if meta.get("has_vocab") else None
+    if vocab is not None and any(t is None for t in vocab):
+        raise bad("lacks the term of some row though the metadata says it has a vocabulary")
+    return tw.reshape(rows, k), vocab

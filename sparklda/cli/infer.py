@@ -51,7 +51,7 @@ from ..api import source_from_config
 from ..corpus import DocSource, validate_frame
 from ..errors import executor_errors
 from ..ml import load_topic_model
-from ..storage import is_connect, write_output
+from ..storage import is_connect, literal_path, write_output
 from ..vectors import with_row_positions
 from ..warmstart import project_to_vocabulary
 from .config import ConfigError, check_config, input_settings
@@ -172,7 +172,7 @@ def score_frame(spark, model, s: dict):
     inp = s["input"]
     if inp.get("format") == "parquet" and inp.get("features_col"):
         col = inp["features_col"]
-        df = spark.read.parquet(inp["path"])
+        df = spark.read.parquet(literal_path(inp["path"]))
         if inp.get("id_col"):
             docs = df.select(F.col(inp["id_col"]).cast("long").alias("doc_id"), F.col(col))
         else:
@@ -249,7 +249,7 @@ def run(spark, cfg: dict) -> dict:
             rdd.unpersist()
         if frames is not None:
             frames.release_frame()
-    written = spark.read.parquet(s["output"]).count()
+    written = spark.read.parquet(literal_path(s["output"])).count()
     report = {
         "model": s["model"],
         "input": s["input"],

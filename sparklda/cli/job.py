@@ -16,7 +16,7 @@ import tempfile
 
 from .._java import java_problem
 from ..errors import ModelPathError
-from ..storage import SparkFiles, is_connect
+from ..storage import SparkFiles, is_connect, unknown_scheme_error
 from .config import load_config, shipped_config, shipped_configs
 from .session import build_session
 
@@ -149,6 +149,9 @@ def _location(spark, path: str, key: str) -> tuple[str, str, object]:
         fs = jpath.getFileSystem(sc._jsc.hadoopConfiguration())
         qualified = fs.makeQualified(jpath)
     except Py4JError as e:  # no file system for the scheme, a bad URI
+        known = unknown_scheme_error(path, e)
+        if known is not None:
+            raise ModelPathError(f"{key}: {known}") from None
         text = str(e).strip().splitlines()
         raise ModelPathError(
             f"{key} {path!r} cannot be used: {text[-1] if text else type(e).__name__}"

@@ -31,9 +31,12 @@ Differences from pyspark's LDA, on purpose:
 * ``learningOffset`` and ``learningDecay`` are τ and κ of SCVB0's topic step
   ρ^Φ or τ0 and κ of SVB's step, and apply only when set; CVB0 and CVB have no
   step size and ignore them (with a logged note).
-* α is symmetric and fixed (``optimizeDocConcentration`` is not supported);
-  the defaults are α = 0.1 and η = 0.01 (pyspark: 1/K + 1 and 1.1 for EM,
-  1/K for online).
+* ``docConcentration`` is a symmetric α (a number, or a list of equal
+  values); with ``optimizeDocConcentration`` an asymmetric α is learned from
+  it during training (Minka's fixed point for SCVB0, CVB0 and CVB, Hoffman's
+  Newton step for SVB; ``LDAModel.estimatedDocConcentration()`` returns it),
+  and ``optimizeTopicConcentration`` learns a symmetric η. The defaults are
+  α = 0.1 and η = 0.01 (pyspark: 1/K + 1 and 1.1 for EM, 1/K for online).
 * The default ``seed`` is 0 (pyspark's is a hash of the class name, which
   Python randomises per process).
 
@@ -51,7 +54,6 @@ variational Bayesian inference for latent Dirichlet allocation. KDD.
 
 from __future__ import annotations
 
-from ..io import path_exists
 from .estimator import LDA
 from .model import LDAModel
 from .persistence import load_topic_model
@@ -62,5 +64,4 @@ from .pipeline import load_pipeline, save_pipeline
 # sparklda.ml.pipeline (committed, crash-safe saves; docs/architecture.md, "Pipelines").
 _install_pipeline_persistence()
 
-# path_exists: kept here for the jobs written against this module; it lives in sparklda.io.
-__all__ = ["LDA", "LDAModel", "load_pipeline", "load_topic_model", "path_exists", "save_pipeline"]
+__all__ = ["LDA", "LDAModel", "load_pipeline", "load_topic_model", "save_pipeline"]

@@ -27,9 +27,9 @@ from pyspark.ml.base import Model
 from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReader, MLWriter
 
 from .._version import __version__
-from ..errors import ModelPathError
+from ..errors import ModelFormatError, ModelPathError
 from ..model import TopicModel
-from ..storage import CommittedDir, SparkFiles
+from ..storage import CommittedDir, SparkFiles, literal_path
 from .pipeline import committed_pipeline_path
 
 MODEL_KIND = "sparklda.LDAModel"
@@ -84,6 +84,16 @@ def _json_params(instance, skip=("vocabulary", "initialModel")) -> dict:
 
 def _check_class(metadata: dict, cls, path: str) -> None:
     expected = f"{cls.__module__}.{cls.__name__}"
+    if (
+        not isinstance(metadata, dict)
+        or not isinstance(metadata.get("uid"), str)
+        or not isinstance(metadata.get("paramMap", {}), dict)
+        or not isinstance(metadata.get("defaultParamMap", {}), dict)
+    ):
+        raise ModelFormatError(
+            f"The {cls.__name__} at {path!r} is damaged: its Params record is not a JSON "
+            f"object with 'class', 'uid' and 'paramMap'."
+        )
     if metadata.get("class") != expected:
         raise ModelPathError(f"{path!r} holds a {metadata.get('class')}, not a {expected}.")
 
@@ -110,21 +120,18 @@ def _save_stage(writer: MLWriter, path: str, kind: str, record: dict, payload) -
     spark = writer.sparkSession
     target = CommittedDir(path, kind, spark)
     files = target.files
-    latest = target.check_target(
-        writer.shouldOverwrite,
-        "model" if kind == MODEL_KIND else "estimator",
+    with target.write(
+        {"class": record["class"]},
+        overwrite=writer.shouldOverwrite,
+        what="model" if kind == MODEL_KIND else "estimator",
         legacy=LEGACY,
         is_ours=_ours(files, target.root),
         hint=". To overwrite it, use write().overwrite().save(path).",
-    )
-    version, seq = target.new_version(latest)
-    base = f"{target.root}/{version}"
-    files.write_json(f"{base}/params", record)
-    payload(base)
-    if not files.exists(f"{target.root}/metadata"):
-        files.write_json(f"{target.root}/metadata", record)
-    commit = target.commit(version, seq, {"class": record["class"]})
-    target.cleanup(commit, extra=LEGACY)
+        extra=LEGACY,
+    ) as staged:
+        files.write_json(f"{staged.path}/params", record)
+        payload(staged.path)
+        target.write_pointer("metadata", record)
 
 
 def _load_stage(reader: MLReader, path: str, kind: str, cls) -> tuple[dict, str | None]:
@@ -138,7 +145,7 @@ def _load_stage(reader: MLReader, path: str, kind: str, cls) -> tuple[dict, str 
     else:
         if not target.files.exists(f"{target.root}/metadata"):
             raise FileNotFoundError(f"No sparklda {cls.__name__} at {path!r}.")
-        record = DefaultParamsReader.loadMetadata(path, spark)
+        record = DefaultParamsReader.loadMetadata(literal_path(path), spark)
         base = None
     _check_class(record, cls, path)
     return record, base

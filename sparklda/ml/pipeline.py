@@ -128,31 +128,28 @@ def save_pipeline(instance, path: str, overwrite: bool = False, spark=None) -> N
     kind = _kind(instance)
     target = CommittedDir(path, kind, spark)
     files = target.files
-    latest = target.check_target(
-        overwrite,
-        "pipeline",
+    top, stage = _pointer_records(instance, spark)
+    pointer_stage = f"stages/0_{POINTER_STAGE}"
+    with target.write(
+        {"class": top["class"], "uid": instance.uid},
+        overwrite=overwrite,
+        what="pipeline",
         is_ours=_is_pipeline_dir(files, target.root),
         hint=". To overwrite it, use write().overwrite().save(path).",
-    )
-    legacy = latest is None and files.exists(f"{target.root}/metadata")
-    top, stage = _pointer_records(instance, spark)
-    pointer_stage = f"{target.root}/stages/0_{POINTER_STAGE}"
-    if not legacy and not files.exists(f"{target.root}/metadata"):
-        files.write_json(f"{pointer_stage}/metadata", stage)
-        files.write_json(f"{target.root}/metadata", top)
-    version, seq = target.new_version(latest)
-    base = f"{target.root}/{version}"
-    if isinstance(instance, PipelineModel):
-        PipelineModelWriter(instance).session(spark).save(base)
-    else:
-        PipelineWriter(instance).session(spark).save(base)
-    commit = target.commit(version, seq, {"class": top["class"], "uid": instance.uid})
-    target.cleanup(commit)
+    ) as staged:
+        legacy = staged.previous is None and files.exists(f"{target.root}/metadata")
+        if not legacy:
+            target.write_pointer(f"{pointer_stage}/metadata", stage)
+            target.write_pointer("metadata", top)
+        if isinstance(instance, PipelineModel):
+            PipelineModelWriter(instance).session(spark).save(staged.path)
+        else:
+            PipelineWriter(instance).session(spark).save(staged.path)
     if legacy:  # a directory pyspark wrote: its files go once the new version is committed
         files.delete(f"{target.root}/stages")
         files.delete(f"{target.root}/metadata")
-        files.write_json(f"{pointer_stage}/metadata", stage)
-        files.write_json(f"{target.root}/metadata", top)
+        target.write_pointer(f"{pointer_stage}/metadata", stage)
+        target.write_pointer("metadata", top)
 
 
 def committed_pipeline_path(path: str, spark=None) -> str | None:

@@ -712,7 +712,7 @@ def test_default_minibatch_follows_the_training_documents(spark, monkeypatch, pa
     """With ``minibatch_size`` 0 the corpus is cut for at most MAX_DEFAULT_ROUNDS_PER_PASS
     rounds a pass, counted on the training documents (held-out ones excluded), on both
     ways of building (the floors lowered so a small corpus shows it)."""
-    import sparklda.params as params
+    import sparklda.params.defaults as params
     from sparklda.corpus import build_corpus_frame
 
     monkeypatch.setattr(params, "MIN_DEFAULT_MINIBATCH", 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import suppress
 
 from sparklda.extras import require
 
@@ -23,6 +24,7 @@ from sparklda.mlflow.settings import MlflowSettings  # noqa: E402
 from sparklda.mlflow.tracking import MlflowCallback, _plain, log_metrics, log_params  # noqa: E402
 
 log = logging.getLogger("sparklda.job")
+_ENV = "MLFLOW_TRACKING_URI"
 
 
 class JobTracking:
@@ -33,10 +35,17 @@ class JobTracking:
         self.run_id: str | None = None
         self.tracking_uri: str | None = None
         self.callback: MlflowCallback | None = None
+        self._restore: tuple | None = None
 
     def __enter__(self) -> JobTracking:
         s = self.settings
         if s.tracking_uri:
+            # mlflow.set_tracking_uri also sets MLFLOW_TRACKING_URI in this process's
+            # environment: both are put back on exit (a later job in the same process
+            # must not find tracking on by that variable)
+            from mlflow.tracking._tracking_service import utils
+
+            self._restore = (getattr(utils, "_tracking_uri", None), os.environ.get(_ENV))
             mlflow.set_tracking_uri(s.tracking_uri)
         if s.experiment:
             mlflow.set_experiment(s.experiment)
@@ -51,6 +60,14 @@ class JobTracking:
         active = mlflow.active_run()
         if active is not None and active.info.run_id == self.run_id:
             mlflow.end_run("FAILED" if exc_type is not None else "FINISHED")
+        if self._restore is not None:
+            previous, env = self._restore
+            with suppress(Exception):
+                mlflow.set_tracking_uri(previous)
+            if env is None:
+                os.environ.pop(_ENV, None)
+            else:
+                os.environ[_ENV] = env
 
     @property
     def callbacks(self) -> list:

@@ -46,7 +46,7 @@ def convergence_figure(evaluations: Sequence[dict], title: str | None = None):
     by_time, by_pass = fig.subplots(1, 2, sharey=True)
     loglik = [float(e["heldout_loglik"]) for e in rows]
     by_time.plot([float(e.get("elapsed_s", 0.0)) for e in rows], loglik, marker="o")
-    by_time.set_xlabel("training seconds (evaluation excluded)")
+    by_time.set_xlabel("seconds of training (evaluation excluded)")
     by_time.set_ylabel("held-out log-likelihood per token")
     by_pass.plot([float(e["passes"]) for e in rows], loglik, marker="o")
     by_pass.set_xlabel("passes over the training documents")
@@ -90,6 +90,15 @@ def save_figure(fig, path: str, dpi: int = 110) -> str:
     os.makedirs(folder, exist_ok=True)
     fig.savefig(path, dpi=dpi, format="png")
     return path
+
+
+def png_bytes(fig, dpi: int = 110) -> bytes:
+    """``fig`` as PNG bytes (e.g. ``IPython.display.Image(png_bytes(fig))`` in a notebook)."""
+    import io
+
+    out = io.BytesIO()
+    fig.savefig(out, dpi=dpi, format="png")
+    return out.getvalue()
 
 
 def save_convergence_plot(evaluations: Sequence[dict], path: str, title: str | None = None) -> str:

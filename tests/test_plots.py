@@ -65,6 +65,7 @@ def test_topic_terms_figure(tmp_path):
     labels = {t.get_position()[1]: t.get_text() for t in shown[1].get_yticklabels()}
     assert [labels[y] for y in sorted(labels, reverse=True)] == ["w1a", "w1b", "w1c"]
     assert _is_png(plots.save_figure(fig, str(tmp_path / "topics.png")))
+    assert plots.png_bytes(fig).startswith(PNG)
 
 
 def test_plots_without_matplotlib_say_which_extra(tmp_path, monkeypatch):

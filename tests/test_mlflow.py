@@ -31,7 +31,8 @@ TEXTS = [
 def store(tmp_path, monkeypatch):
     """A fresh SQLite tracking store (and artifact folder) for one test."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # the default artifact root (./mlruns) lands here
     mlflow.set_tracking_uri(uri)
     yield uri
@@ -290,7 +291,7 @@ def test_autolog_records_a_sparklda_fit_and_its_allowlisted_model(spark, store, 
         mlflow.pyspark.ml.autolog(disable=True)
         conf._jconf.remove(key)
     client = MlflowClient(store)
-    (run,) = client.search_runs(["0"], order_by=["start_time DESC"], max_results=1)
+    run = client.get_run(mlflow.last_active_run().info.run_id)
     assert run.data.params["k"] == "2"
     assert run.data.params["maxIter"] == "2"
     assert run.data.tags.get("estimator_class") == "sparklda.ml.LDA"

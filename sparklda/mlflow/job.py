@@ -47,9 +47,14 @@ class JobTracking:
 
             self._restore = (getattr(utils, "_tracking_uri", None), os.environ.get(_ENV))
             mlflow.set_tracking_uri(s.tracking_uri)
-        if s.experiment:
-            mlflow.set_experiment(s.experiment)
-        run = mlflow.start_run(run_name=s.run_name, tags=s.tags or None)
+        experiment_id = None
+        if s.experiment:  # by id: mlflow.set_experiment would stay set in this process
+            client = mlflow.MlflowClient()
+            found = client.get_experiment_by_name(s.experiment)
+            experiment_id = found.experiment_id if found else client.create_experiment(s.experiment)
+        run = mlflow.start_run(
+            run_name=s.run_name, tags=s.tags or None, experiment_id=experiment_id
+        )
         self.run_id = run.info.run_id
         self.tracking_uri = mlflow.get_tracking_uri()
         self.callback = MlflowCallback(run_id=self.run_id)

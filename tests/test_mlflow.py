@@ -8,16 +8,15 @@ import json
 import subprocess
 import sys
 
+import mlflow  # the dev extra installs it (test_extras_* simulate its absence)
 import numpy as np
 import pytest
+from mlflow.tracking import MlflowClient
 
 from sparklda.cli import train
 from sparklda.cli.config import ConfigError, load_config
 from sparklda.errors import MissingExtraError
 from tests.helpers import write_config
-
-mlflow = pytest.importorskip("mlflow")  # the dev extra installs it; see test_extras_*
-from mlflow.tracking import MlflowClient  # noqa: E402
 
 TEXTS = [
     "apple banana apple fruit orchard",
@@ -119,7 +118,7 @@ team = "search"
     by_run = load_model(metrics["mlflow"]["model_uri"])
     np.testing.assert_array_equal(by_run.topic_word, saved.topic_word)
     assert by_run.vocab == saved.vocab
-    version = client.get_latest_versions("kos-topics")[0].version
+    (version,) = [v.version for v in client.search_model_versions("name = 'kos-topics'")]
     scorer = mlflow.pyfunc.load_model(f"models:/kos-topics/{version}")
     import pandas as pd
 

@@ -13,8 +13,6 @@ from sparklda.cli.config import ConfigError, load_config
 from sparklda.errors import MissingExtraError, SparkLDAError
 from tests.helpers import write_config
 
-pytest.importorskip("matplotlib")
-
 PNG = b"\x89PNG\r\n\x1a\n"
 EVALS = [
     {

@@ -46,7 +46,7 @@ def convergence_figure(evaluations: Sequence[dict], title: str | None = None):
     by_time, by_pass = fig.subplots(1, 2, sharey=True)
     loglik = [float(e["heldout_loglik"]) for e in rows]
     by_time.plot([float(e.get("elapsed_s", 0.0)) for e in rows], loglik, marker="o")
-    by_time.set_xlabel("seconds of training (evaluation excluded)")
+    by_time.set_xlabel("seconds since fit started (evaluation excluded)")
     by_time.set_ylabel("held-out log-likelihood per token")
     by_pass.plot([float(e["passes"]) for e in rows], loglik, marker="o")
     by_pass.set_xlabel("passes over the training documents")

@@ -156,6 +156,7 @@ def test_tracking_is_on_by_the_environment_and_off_by_enabled(tmp_path):
 # library users: the callback, the pyfunc flavor
 
 
+@pytest.mark.slow
 def test_callback_logs_every_round_to_the_active_run(spark, store):
     from sparklda.api import fit
     from sparklda.mlflow import MlflowCallback
@@ -185,6 +186,7 @@ def test_callback_logs_every_round_to_the_active_run(spark, store):
     assert client.get_run(with_own.run_id).info.status == "FINISHED"
 
 
+@pytest.mark.slow
 def test_pyfunc_flavor_scores_as_transform_does(spark, store):
     import pandas as pd
     from pyspark.ml.functions import vector_to_array
@@ -215,6 +217,32 @@ def test_pyfunc_flavor_scores_as_transform_does(spark, store):
     dense = counted.select("id", vector_to_array("features").alias("counts"))
     scored = dense.withColumn("theta", udf("counts")).orderBy("id").collect()
     np.testing.assert_allclose([r.theta for r in scored], expected, rtol=1e-12, atol=1e-14)
+
+
+def test_pyfunc_model_in_a_folder_scores_texts_and_counts_alike(tmp_path):
+    import pandas as pd
+
+    from sparklda.kernels import foldin_block
+    from sparklda.mlflow import load_model, save_model
+    from sparklda.model import TopicModel
+
+    rng = np.random.default_rng(0)
+    vocab = ["apple", "banana", "car", "engine", "fruit", "wheel"]
+    tm = TopicModel(rng.gamma(1.0, size=(6, 3)), 0.1, 0.01, vocab, {"mode": "scvb0"})
+    save_model(tm, str(tmp_path / "m"))
+    back = load_model(str(tmp_path / "m"))
+    np.testing.assert_array_equal(back.topic_word, tm.topic_word)
+    assert back.vocab == vocab and back.metadata["mode"] == "scvb0"
+    scorer = mlflow.pyfunc.load_model(str(tmp_path / "m"))
+    texts = scorer.predict(pd.DataFrame({"text": ["Apple apple, FRUIT and a car!", None]}))
+    counts = scorer.predict(pd.DataFrame({"features": [[2, 0, 1, 0, 1, 0], [0] * 6]}))
+    np.testing.assert_array_equal(texts.to_numpy(), counts.to_numpy())
+    phi = tm.topics_matrix()
+    expected = foldin_block(
+        np.array([0, 3]), np.array([0, 1, 2]), np.array([2.0, 1.0, 1.0]), phi[[0, 2, 4]], 0.1
+    )
+    np.testing.assert_allclose(texts.to_numpy()[:1], expected, rtol=1e-12)
+    np.testing.assert_allclose(texts.to_numpy()[1], 1 / 3)  # no terms: the prior mean
 
 
 def test_pyfunc_input_errors_name_the_column(store):

@@ -112,25 +112,24 @@ topics
 # COMMAND ----------
 
 # MAGIC %md
-# MAGIC ## Held-out quality against training time
+# MAGIC ## Held-out quality per round, and the top terms as charts
 # MAGIC
 # MAGIC Each point scores the held-out documents by document completion (Foulds et
 # MAGIC al. 2013, section 6): the topic mix is inferred from half of each
-# MAGIC document's words and the other half is predicted. Higher is better.
+# MAGIC document's words and the other half is predicted. Higher is better. The
+# MAGIC charts come from `sparklda.plots` (the `plots` extra: matplotlib), the same
+# MAGIC convergence plot the train job writes with `[output] plots = true`.
 
 # COMMAND ----------
 
-import matplotlib.pyplot as plt
+from IPython.display import Image, display
 
-history = pd.DataFrame(lda_model.trainingHistory())
-fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.plot(history["elapsed_s"], history["heldout_loglik"], marker="o")
-ax.set_xlabel("seconds since fit started (corpus build included)")
-ax.set_ylabel("held-out log-likelihood per token")
-ax.set_title("SCVB0, K=10, KOS")
-fig.tight_layout()
-plt.show()
-history[["round", "passes", "elapsed_s", "heldout_loglik", "perplexity"]]
+from sparklda.plots import convergence_figure, png_bytes, topic_terms_figure
+
+history = lda_model.trainingHistory()
+display(Image(png_bytes(convergence_figure(history, "SCVB0, K=10, KOS"))))
+display(Image(png_bytes(topic_terms_figure(lda_model.topicModel.describe_topics(8), 4, 8))))
+pd.DataFrame(history)[["round", "passes", "elapsed_s", "heldout_loglik", "perplexity"]]
 
 # COMMAND ----------
 

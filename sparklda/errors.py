@@ -153,3 +153,8 @@ def executor_errors(what: str | None = None) -> Iterator[None]:
             raise
         err.spark_exception = exc  # type: ignore[attr-defined]  # the original, for debugging
         raise err from None
+
+
+class MissingExtraError(SparkLDAError, ImportError):
+    """An optional package (an extra such as ``sparklda[mlflow]``) that a setting or call needs
+    is not installed: the message names the setting and the ``pip install`` that brings it."""

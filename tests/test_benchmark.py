@@ -653,7 +653,11 @@ def test_committed_page_regenerates_from_its_results():
     paths = {
         "json": os.path.join(docs, "benchmarks", "results.json"),
         "plot": os.path.join(docs, "benchmarks", "curves.png"),
+        "breakdown_plot": os.path.join(docs, "benchmarks", "round_breakdown.png"),
+        "tasks_plot": os.path.join(docs, "benchmarks", "round_tasks.png"),
     }
+    for path in paths.values():  # the figures the page shows are committed beside it
+        assert os.path.getsize(path) > 0, path
     text = report.render_markdown(results, targets, paths, docs, spec)
     with open(os.path.join(docs, "benchmarks.md")) as f:
         committed = f.read()
@@ -663,6 +667,27 @@ def test_committed_page_regenerates_from_its_results():
 
     assert lines(text) == lines(committed)
     assert "| 6 | lda_newsgroups | kernel ≥ 60% of a round at default settings |" in text
+
+
+def test_report_draws_the_round_figures_from_results_alone(tmp_path):
+    """The round-time breakdown and round time against tasks are drawn from a results.json
+    (the committed one) into PNGs that the page shows."""
+    with open(os.path.join(ROOT, "docs", "benchmarks", "results.json")) as f:
+        results = json.load(f)
+    paths = report.write_files(results, str(tmp_path))
+    for key, name in (("breakdown_plot", "round_breakdown.png"), ("tasks_plot", "round_tasks.png")):
+        assert paths[key] == str(tmp_path / name)
+        with open(paths[key], "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    text = report.render_markdown(results, [], paths, str(tmp_path))
+    assert "![where a round's time goes](round_breakdown.png)" in text
+    assert "![round time against tasks per round](round_tasks.png)" in text
+    del results["tasks"]
+    for by_sys in results["systems"].values():
+        for out in by_sys.values():
+            out.pop("round_summary", None)
+    paths = report.write_files(results, str(tmp_path / "bare"))
+    assert "breakdown_plot" not in paths and "tasks_plot" not in paths
 
 
 # --------------------------------------------------------------------------

@@ -79,8 +79,8 @@ def _assert_runs_clean(nb, path):
     topics = [o for o in _outputs(nb, "describeTopics(8)") if o.output_type == "execute_result"]
     html = topics[0].data["text/html"]
     assert html.count("</tr>") == 1 + 10  # header + one row per topic
-    plot = _outputs(nb, "plt.show()")
-    assert any("image/png" in o.get("data", {}) for o in plot)
+    plot = _outputs(nb, "convergence_figure(")  # held-out quality and the top terms
+    assert sum("image/png" in o.get("data", {}) for o in plot) == 2
     history = next(o for o in plot if o.output_type == "execute_result").data["text/plain"]
     assert "heldout_loglik" in history
     text = _stream(nb, "model.transform(new)")

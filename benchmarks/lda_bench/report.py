@@ -23,6 +23,8 @@ import tomllib
 
 import numpy as np
 
+from . import figures
+
 #: The targets of a run, as data (see the file's header for each field).
 DEFAULT_TARGETS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "targets.toml"
@@ -617,7 +619,9 @@ def _write_csv(path, rows, fields):
 
 
 def write_files(results: dict, out_dir: str) -> dict:
-    """results.json, points.csv, rounds.csv, sweep.csv, kernel.csv, curves.png."""
+    """results.json, points.csv, rounds.csv, sweep.csv, kernel.csv, curves.png, and the
+    figures of :mod:`lda_bench.figures` (round_breakdown.png, round_tasks.png) when the
+    results hold their data."""
     os.makedirs(out_dir, exist_ok=True)
     paths = {}
     p = os.path.join(out_dir, "results.json")
@@ -648,6 +652,12 @@ def write_files(results: dict, out_dir: str) -> dict:
             _write_csv(paths[name], rows, list(rows[0].keys()))
     paths["plot"] = os.path.join(out_dir, "curves.png")
     plot_curves(results, paths["plot"])
+    for name, file, draw in (
+        ("breakdown_plot", figures.BREAKDOWN_PNG, figures.plot_round_breakdown),
+        ("tasks_plot", figures.TASKS_PNG, figures.plot_round_tasks),
+    ):
+        if draw(results, os.path.join(out_dir, file)):
+            paths[name] = os.path.join(out_dir, file)
     return paths
 
 
@@ -839,12 +849,16 @@ def render_markdown(
             lines.append("- `scvb0` settings: " + ", ".join(f"{k}={params[k]}" for k in keys))
         lines.append("")
     lines += _round_section(results)
+    if paths.get("breakdown_plot"):
+        lines += [f"![where a round's time goes]({rel(paths['breakdown_plot'])})", ""]
     lines += _sweep_section(results)
     lines += _floor_section(results)
     lines += _scaling_section(results)
     lines += _kernel_section(results)
     lines += _memory_section(results)
     lines += _tasks_section(results)
+    if paths.get("tasks_plot"):
+        lines += [f"![round time against tasks per round]({rel(paths['tasks_plot'])})", ""]
     lines += _throughput_section(results)
     lines += _startup_section(results)
     lines += _connect_section(results)

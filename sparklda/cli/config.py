@@ -154,6 +154,8 @@ def load_config(path: str | None, overrides=(), conf_sets=()) -> dict:
 # Validation
 
 STR, BOOL, INT, NUMBER, PARAM, CONF = "a string", "a boolean", "an integer", "a number", "", "conf"
+#: a table of string values (``[mlflow.tags]``)
+STR_TABLE = "a table of strings"
 
 _PARAM_FIELDS = {f.name: f for f in dataclasses.fields(TrainParams)}
 #: TrainParams fields that belong to the [evaluation] table (also accepted in [training]).
@@ -185,11 +187,22 @@ SCHEMA: dict[str, dict] = {
     "input": INPUT,
     "training": {**{name: _param_kind(name) for name in _PARAM_FIELDS}, "initial_model": STR},
     "evaluation": {name: _param_kind(name) for name in EVALUATION_KEYS},
-    "output": {"model": STR, "metrics": STR, "overwrite": BOOL, "top_terms": INT},
+    # plots: the convergence plot beside metrics.json (needs the extra sparklda[plots])
+    "output": {"model": STR, "metrics": STR, "overwrite": BOOL, "top_terms": INT, "plots": BOOL},
     # resumable checkpoints: TrainParams checkpoint_dir, checkpoint_interval,
     # checkpoint_seconds, keep_checkpoint (docs/architecture.md, "Checkpoints and resume")
     "checkpoint": {"dir": STR, "every_rounds": PARAM, "every_seconds": PARAM, "keep": BOOL},
     "infer": {"model": STR, "output": STR, "overwrite": BOOL, "vector_type": STR, "input": INPUT},
+    # MLflow tracking of the train job (sparklda.mlflow.settings; needs sparklda[mlflow])
+    "mlflow": {
+        "enabled": BOOL,
+        "tracking_uri": STR,
+        "experiment": STR,
+        "run_name": STR,
+        "tags": STR_TABLE,
+        "log_model": BOOL,
+        "registered_model": STR,
+    },
 }
 
 
@@ -210,6 +223,16 @@ def _type_name(value) -> str:
 
 
 def _check_value(key: str, kind: str, value) -> None:
+    if kind == STR_TABLE:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a table of strings; got {value!r}.")
+        bad = sorted(k for k, v in value.items() if not isinstance(v, str))
+        if bad:
+            raise ConfigError(
+                f"{key} must be a table of strings; {[f'{key}.{k}' for k in bad]} are not "
+                f"strings (write them in quotes)."
+            )
+        return
     if isinstance(value, dict) and kind != CONF:
         raise ConfigError(f"{key} must be a value, not a table (got {value!r}).")
     if kind == BOOL and not isinstance(value, bool):

@@ -6,7 +6,9 @@ evaluates on held-out documents (``[evaluation]``), saves the model to
 ``output.model`` (written atomically) and writes ``metrics.json`` beside it
 (``output.metrics``), with the master the job ran on, the effective Spark
 properties and the executors that ran its tasks. Prints the top words of each
-topic and the held-out quality.
+topic and the held-out quality. ``[output] plots = true`` draws the convergence plot
+beside ``metrics.json`` (:mod:`sparklda.plots`); an ``[mlflow]`` table (or a tracking
+server named by the environment) logs the run to MLflow (:mod:`sparklda.mlflow.job`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from ..api import fit, source_from_config
 from ..coherence import CorpusCoherence
+from ..extras import require
 from ..ml import load_topic_model
+from ..mlflow.settings import MlflowSettings, mlflow_settings
 from ..model import TopicModel
 from ..params import TrainParams
 from ..progress import Progress
@@ -43,6 +48,8 @@ class TrainSettings:
     overwrite: bool
     initial_model: str | None
     top_terms: int
+    plots: bool = False
+    mlflow: MlflowSettings | None = None
 
 
 def check(cfg: dict) -> TrainSettings:
@@ -59,14 +66,25 @@ def check(cfg: dict) -> TrainSettings:
     top_terms = out.get("top_terms", 10)
     if top_terms < 1:
         raise ConfigError(f"output.top_terms must be at least 1; got {top_terms}.")
+    params = train_params(cfg)
+    plots = out.get("plots", False)
+    if plots:
+        require("matplotlib", "output.plots = true (the convergence plot)")
+        if not (params.heldout_fraction or params.heldout_count):
+            raise ConfigError(
+                "output.plots = true draws held-out quality: set evaluation.heldout_count or "
+                "evaluation.heldout_fraction above 0."
+            )
     return TrainSettings(
-        params=train_params(cfg),
+        params=params,
         input=input_settings(cfg["input"]),
         model=out["model"],
         metrics=out.get("metrics"),
         overwrite=out.get("overwrite", False),
         initial_model=cfg.get("training", {}).get("initial_model"),
         top_terms=top_terms,
+        plots=plots,
+        mlflow=mlflow_settings(cfg),
     )
 
 
@@ -124,7 +142,25 @@ def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dic
             initial.k,
             initial.vocab_size,
         )
+    tracking = _job_tracking(s.mlflow)
+    with tracking:
+        return _run(spark, s, initial, resume, callbacks, metrics_path, tracking)
 
+
+def _job_tracking(settings: MlflowSettings | None):
+    """The job's MLflow run (:class:`sparklda.mlflow.job.JobTracking`), or a null context."""
+    if settings is None:
+        return nullcontext()
+    from ..mlflow.job import JobTracking
+
+    return JobTracking(settings)
+
+
+def _run(spark, s: TrainSettings, initial, resume, callbacks, metrics_path, tracking) -> dict:
+    """Train, save the model, write metrics.json (and the plot); log to MLflow when on."""
+    tracked = list(getattr(tracking, "callbacks", []))
+    if tracked:
+        tracking.log_start(s.params.to_dict(), s.input)
     started = time.time()
     source = source_from_config(spark, s.input)
     coherence = CorpusCoherence("u_mass", 10)
@@ -133,7 +169,7 @@ def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dic
         s.params,
         initial_model=initial,
         resume=resume,
-        callbacks=[*callbacks, coherence],
+        callbacks=[*callbacks, coherence, *tracked],
     )
     model = result.model
     model.save(s.model, overwrite=s.overwrite)
@@ -157,11 +193,18 @@ def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dic
         # u_mass (gensim's definition) of the top 10 terms on the training documents
         "coherence": coherence.result,
     }
+    plot = _plot(s, result.evaluations, metrics_path) if s.plots else None
+    if plot:
+        metrics["plots"] = {"convergence": plot}
+    if tracked:
+        metrics["mlflow"] = {"run_id": tracking.run_id, "tracking_uri": tracking.tracking_uri}
     os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
     tmp = metrics_path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(metrics, f, indent=1, default=str)
     os.replace(tmp, metrics_path)
+    if tracked:
+        metrics["mlflow"]["model_uri"] = tracking.log_end(metrics, model, metrics_path, plot)
 
     print(f"\nTop words of the {model.k} topics:")
     print(model.format_topics(s.top_terms))
@@ -182,7 +225,19 @@ def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dic
     if coherence.result:
         print(f"topic coherence (u_mass, top 10 terms): {coherence.result['mean']:.4f} mean")
     print(f"model: {s.model}\nmetrics: {metrics_path}")
+    if plot:
+        print(f"plot: {plot}")
+    if tracked:
+        print(f"MLflow run {tracking.run_id} at {tracking.tracking_uri}")
     return metrics
+
+
+def _plot(s: TrainSettings, evaluations: list, metrics_path: str) -> str:
+    """The convergence plot (``[output] plots``), beside metrics.json; returns its path."""
+    from ..plots import CONVERGENCE_PNG, save_convergence_plot
+
+    path = os.path.join(os.path.dirname(os.path.abspath(metrics_path)), CONVERGENCE_PNG)
+    return save_convergence_plot(evaluations, path, f"{s.params.algorithm} K={s.params.k}")
 
 
 def main(argv=None, prog: str | None = None) -> int:

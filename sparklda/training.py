@@ -22,8 +22,7 @@ import numpy as np
 from .checkpoint import TrainingCheckpoints
 from .corpus import Corpus
 from .errors import ParamError
-from .execution import ClassicExecutor, Executor, RoundOutput
-from .execution_df import DataFrameExecutor
+from .execution import Executor, RoundOutput, backend_of
 from .model import TopicModel
 from .modes import MODES
 from .params import TrainParams
@@ -160,8 +159,8 @@ def train(
     callbacks : :class:`Callback` objects told of each round and evaluation.
     clock_start : ``time.perf_counter()`` value the elapsed times are measured
         from (default: now); pass the start of corpus building to include it.
-    executor : how rounds run (default: :class:`ClassicExecutor` on the corpus, or
-        :class:`~sparklda.execution_df.DataFrameExecutor` on a DataFrame-path one).
+    executor : how rounds run (default: the executor of the corpus's backend,
+        :func:`sparklda.execution.backend_of`).
     resume : continue from the newest checkpoint in ``params.checkpoint_dir`` (a
         fresh start when there is none; a checkpoint of another run is refused).
     """
@@ -175,10 +174,7 @@ def train(
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)
     if executor is None:
         interval = params.checkpoint_interval if mode.stateful else 0
-        if corpus.kind == "dataframe":
-            executor = DataFrameExecutor(corpus, interval)
-        else:
-            executor = ClassicExecutor(corpus, interval, combine=params.combine)
+        executor = backend_of(corpus).executor(corpus, interval, params.combine)
     total_rounds = params.passes * mode.rounds_per_pass
     result = TrainResult(model=None)
     checkpoints = None

@@ -82,7 +82,9 @@ def _remap(
             docs, cached = base()
             return docs.mapInArrow(run, DOCS_SCHEMA), cached
 
-    return DocSource(rdd, vocab_size, vocab, source.what, source.declared_docs, frame=frame)
+    return DocSource(
+        rdd, vocab_size, vocab, source.what, source.declared_docs, frame=frame, spark=source.spark
+    )
 
 
 def align_initial(model, source: DocSource, params):
@@ -122,6 +124,7 @@ def align_initial(model, source: DocSource, params):
             source.what,
             source.declared_docs,
             frame=source.frame,
+            spark=source.spark,
         )
         return same, np.array(model.topic_word, dtype=np.float64)
     merged, mapping = merge_vocabularies(model.vocab, source.vocab)

@@ -713,7 +713,7 @@ def test_default_minibatch_follows_the_training_documents(spark, monkeypatch, pa
     rounds a pass, counted on the training documents (held-out ones excluded), on both
     ways of building (the floors lowered so a small corpus shows it)."""
     import sparklda.params as params
-    from sparklda.corpus import build_corpus_frame
+    from sparklda.corpus import FrameLayout
 
     monkeypatch.setattr(params, "MIN_DEFAULT_MINIBATCH", 1)
     monkeypatch.setattr(params, "DEFAULT_DOCS_PER_TASK", 1)
@@ -723,7 +723,10 @@ def test_default_minibatch_follows_the_training_documents(spark, monkeypatch, pa
     src = planted_source(spark, n_docs=90)
     build = build_corpus
     if path == "dataframe":
-        build = build_corpus_frame
+
+        def build(source, **kwargs):
+            return build_corpus(source, layout=FrameLayout(), **kwargs)
+
         rows = [
             (int(d), Vectors.sparse(src.vocab_size, list(t), list(c)))
             for d, t, c in src.rdd.collect()

@@ -36,7 +36,7 @@ from .arrow import (
     pack_from_batch,
     pack_to_batch,
 )
-from .build import BUILD_PHASES, PhaseHook, build_corpus, build_corpus_frame
+from .build import BUILD_PHASES, PhaseHook, build_corpus
 from .corpus import Corpus, block_measures, block_partitions, slice_bitmaps
 from .frame import (
     BLOCKS_SCHEMA,
@@ -97,7 +97,6 @@ __all__ = [
     "block_measures",
     "block_partitions",
     "build_corpus",
-    "build_corpus_frame",
     "check_counts",
     "check_output_column",
     "check_vector_column",

@@ -18,13 +18,12 @@ import numpy as np
 from ..errors import CorpusError, executor_errors
 from ..params import default_minibatch_size
 from .corpus import Corpus, slice_bitmaps
-from .frame import FrameLayout
 from .holdout import Holdout
 from .layout import RddLayout
 from .source import DocSource, check_params
 from .strategy import CorpusLayout, Plan
 
-__all__ = ["BUILD_PHASES", "PhaseHook", "build_corpus", "build_corpus_frame"]
+__all__ = ["BUILD_PHASES", "PhaseHook", "build_corpus"]
 
 log = logging.getLogger("sparklda.corpus")
 
@@ -161,6 +160,7 @@ def build_corpus(
         seed=seed,
         kind=layout.kind,
         slice_bitmaps=slice_bitmaps(laid.digests, n_slices, p, source.vocab_size),
+        release=layout.release,
     )
     corpus.report = {
         "documents_read": int(stats["docs"]),
@@ -181,8 +181,3 @@ def build_corpus(
     if corpus.n_empty_docs:
         log.info("skipped %d empty documents", corpus.n_empty_docs)
     return corpus
-
-
-def build_corpus_frame(source: DocSource, **kwargs) -> Corpus:
-    """:func:`build_corpus` with the DataFrame layout (:class:`FrameLayout`)."""
-    return build_corpus(source, layout=FrameLayout(), **kwargs)

@@ -3,13 +3,14 @@ held-out blocks, and the arithmetic of slices and blocks both layouts share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..block import HeldoutBlock, bitmap_terms, terms_digest, union_bitmap
 from ..kernels.random import Stream, uniform_per_doc
-from ..storage import release_frame
 
 __all__ = ["Corpus", "block_measures", "block_partitions", "slice_bitmaps"]
 
@@ -45,11 +46,14 @@ class Corpus:
     #: (n_slices, ceil(V/8)) packed bitmaps of each slice's distinct terms (from corpus
     #: building), or None when unknown: see :meth:`slice_terms`
     slice_bitmaps: np.ndarray | None = None
+    #: Frees what ``train`` or ``heldout`` cached (its layout's
+    #: :meth:`~sparklda.corpus.strategy.CorpusLayout.release`); None: ``unpersist()``.
+    release: Callable[[Any], None] | None = None
 
     @property
     def spark(self):
-        """The session of a DataFrame-path corpus (None for an RDD one: the active one)."""
-        return self.train.sparkSession if self.kind == "dataframe" else None
+        """The session of a corpus of DataFrames (None for one of RDDs: the active one)."""
+        return getattr(self.train, "sparkSession", None)
 
     def slice_terms(self, s: int) -> np.ndarray | None:
         """The sorted distinct term ids (int32) of slice ``s``'s documents, or None when
@@ -64,15 +68,13 @@ class Corpus:
         return list(range(s * p, (s + 1) * p))
 
     def unpersist(self):
-        if self.kind == "dataframe":
-            release_frame(self.train)
-        else:
-            self.train.unpersist()
-        if self.heldout is not None:
-            if self.kind == "dataframe":
-                release_frame(self.heldout)
-            else:
-                self.heldout.unpersist()
+        """Free the cached training and held-out blocks."""
+        for blocks in (self.train, self.heldout):
+            if blocks is not None:
+                if self.release is not None:
+                    self.release(blocks)
+                else:
+                    blocks.unpersist()
 
 
 def block_partitions(ids: np.ndarray, seed: int, n_slices: int, p: int) -> np.ndarray:

@@ -287,6 +287,10 @@ class FrameLayout(CorpusLayout):
             )
         return Laid(self.train, self.heldout, arr, digests, self.n_nonempty - self.n_train)
 
+    @staticmethod
+    def release(blocks) -> None:
+        release_frame(blocks)
+
     def discard(self) -> None:
         for frame in (self.train, self.heldout):
             if frame is not None:

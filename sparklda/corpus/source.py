@@ -45,6 +45,10 @@ class DocSource:
     #: a Python step per document (classic sessions); None: :func:`source_packs` packs
     #: ``rdd``'s documents.
     packs: Callable[[], Any] | None = None
+    #: The session the documents were read in (None: the session of ``rdd``): the
+    #: backend that trains on them is that session's
+    #: (:func:`sparklda.execution.backend_for`).
+    spark: Any = None
 
     def documents_frame(self):
         """The documents as a DataFrame of :data:`DOCS_SCHEMA` (built once)."""

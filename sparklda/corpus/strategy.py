@@ -92,6 +92,11 @@ class CorpusLayout(ABC):
     def close(self) -> None:
         """Release what :meth:`open` kept (the blocks stay cached)."""
 
+    @staticmethod
+    def release(blocks) -> None:
+        """Free what ``blocks`` (the corpus's ``train`` or ``heldout``) cached."""
+        blocks.unpersist()
+
     @property
     def laid_out_on(self) -> str:
         """Where the blocks were built, for the corpus report: "executors" or "driver"."""

@@ -194,7 +194,9 @@ def read_uci(
             .groupByKey(numPartitions=n_parts, partitionFunc=_uci_partition)
             .mapPartitionsWithIndex(_uci_documents(what, nnz))
         )
-    return DocSource(documents, n_words, vocab, what, declared_docs=n_docs, frame=frame)
+    return DocSource(
+        documents, n_words, vocab, what, declared_docs=n_docs, frame=frame, spark=spark
+    )
 
 
 def _uci_line_frame(spark, path: str, min_partitions: int | None):

@@ -157,7 +157,7 @@ def from_vectors(
         return _vector_documents_frame(df, features_col, id_col, size, what)
 
     if is_connect(df.sparkSession):
-        return DocSource(None, size, vocab, what, frame=frame)
+        return DocSource(None, size, vocab, what, frame=frame, spark=df.sparkSession)
 
     def to_doc(row_id, vec):
         # counts are checked, with the bad value named, by validate()
@@ -179,7 +179,7 @@ def from_vectors(
         rdd = (
             df.select(features_col).rdd.zipWithIndex().map(lambda ri: to_doc(int(ri[1]), ri[0][0]))
         )
-    return DocSource(rdd, size, vocab, what, frame=frame, packs=packs)
+    return DocSource(rdd, size, vocab, what, frame=frame, packs=packs, spark=df.sparkSession)
 
 
 def vectors_to_pack(col, ids: np.ndarray, size: int, what: str) -> Pack:

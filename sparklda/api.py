@@ -141,11 +141,10 @@ def source_backend(source: DocSource, params: TrainParams) -> Backend:
 
 
 def warm_worker(names: tuple[str, ...], dtype: str) -> float:
-    """In a Python worker (a task of the corpus-building job): the modes imported and
-    the kernel groups ``names`` loaded for ``dtype`` (:func:`sparklda.kernels.warm.warm`),
-    so the first round's tasks find them ready; the seconds it took."""
-    import sparklda.modes  # noqa: F401  (what the rounds' pickled kernels refer to)
-
+    """In a Python worker (a task of the corpus-building job): the modes imported (with
+    this module: what the rounds' pickled kernels refer to) and the kernel groups
+    ``names`` loaded for ``dtype`` (:func:`sparklda.kernels.warm.warm`), so the first
+    round's tasks find them ready; the seconds it took."""
     seconds = warm(names, dtype)
     settle_heap()
     return seconds

@@ -61,3 +61,22 @@ def test_each_layout_gets_its_backend_and_the_same_heldout_score(vectors):
     finally:
         rdd_corpus.unpersist()
         frame_corpus.unpersist()
+
+
+def test_only_the_backend_selection_asks_whether_a_session_is_connect():
+    """One place tells a Spark Connect session from a classic one: the backend
+    selection (and the file-system wrapper of sparklda.storage, which is below it)."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "sparklda"
+    callers = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+                if name == "is_connect":
+                    callers.add(path.relative_to(root).as_posix())
+    assert "execution/select.py" in callers
+    assert {c for c in callers if not c.startswith("storage")} == {"execution/select.py"}

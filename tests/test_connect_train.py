@@ -18,8 +18,8 @@ import pytest
 from sparklda.api import fit
 from sparklda.block import block_from_bytes
 from sparklda.corpus import FrameLayout, build_corpus, from_vectors, read_uci
-from sparklda.errors import CorpusError
-from sparklda.execution import DataFrameExecutor
+from sparklda.errors import CorpusError, ParamError
+from sparklda.execution import DataFrameExecutor, backend_for
 from sparklda.params import TrainParams
 from sparklda.training import Callback, train
 from tests.conftest import CONNECT_MODE
@@ -251,7 +251,9 @@ def test_exact_partition_column_puts_each_value_in_its_own_partition(spark):
 @pytest.mark.slow
 def test_connect_corpus_has_the_classic_blocks_and_split(connect, docword, classic_corpus):
     source = read_uci(connect, docword)
-    assert source.rdd is None
+    assert backend_for(source.spark).name == "dataframe"  # no RDDs: the DataFrame backend
+    with pytest.raises(ParamError, match="'execution' parameter is 'classic'"):
+        backend_for(source.spark, "classic", source.what)
     frame = build_frame_corpus(source, **CORPUS_ARGS)
     try:
         _assert_same_corpus(classic_corpus, frame)

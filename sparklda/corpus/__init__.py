@@ -1,7 +1,8 @@
 """Reading every input form into cached document blocks, with validation.
 
 Inputs (each becomes a :class:`DocSource`, the documents ``(doc_id, term_ids,
-counts)`` plus the vocabulary):
+counts)`` plus the vocabulary, as recipes for an RDD and for a DataFrame: the backend
+builds the one it uses):
 
 * UCI bag-of-words files: :func:`read_uci`;
 * a DataFrame with a Spark ML vector column of term counts: :func:`from_vectors`;
@@ -20,7 +21,7 @@ The package's modules, each one job (lower ones never import higher ones):
 * :mod:`.build`: :func:`build_corpus`, the one skeleton of corpus building;
 * :mod:`.layout` (RDDs: the executors' layout and the driver-laid one) and
   :mod:`.frame` (DataFrames, Spark Connect): the layouts it takes as a strategy
-  (:mod:`.strategy`);
+  (:mod:`.strategy`), chosen by the session's backend (:mod:`sparklda.execution`);
 * :mod:`.corpus`: the built :class:`Corpus`; :mod:`.validate`: the validation pass;
   :mod:`.holdout`: the held-out split;
 * :mod:`.readers`: the inputs; :mod:`.arrow`: documents as Arrow batches;

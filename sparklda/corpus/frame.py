@@ -6,6 +6,7 @@ port of Spark's Murmur3) that puts each block in its own partition."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from ..block import DocBlock
 from ..kernels.warm import settle_heap
 from ..packs import clean_pack, n_docs, slice_docs
-from ..storage import checkpoint_frame, is_connect, persist_frame, release_frame
+from ..storage import checkpoint_frame, persist_frame, release_frame
 from .arrow import DOCS_SCHEMA, frame_docs, pack_from_batch, pack_to_batch
 from .corpus import block_measures, block_partitions
 from .holdout import heldout_block, heldout_keys, heldout_mask, holdout_threshold
@@ -41,10 +42,9 @@ HELDOUT_SCHEMA = "docs long, observed binary, target binary"
 
 
 def default_parallelism(spark) -> int:
-    """The session's default parallelism, also without a SparkContext (Spark Connect:
-    the partitions of a ``range`` without a partition count, which Spark sets to it)."""
-    if not is_connect(spark):
-        return int(spark.sparkContext.defaultParallelism)
+    """The session's default parallelism, also without a SparkContext (Spark Connect):
+    the partitions of a ``range`` without a partition count, which Spark sets to it (a
+    small Spark job)."""
     from pyspark.sql import functions as F
 
     ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
@@ -218,7 +218,10 @@ class FrameLayout(CorpusLayout):
 
     kind = "dataframe"
 
-    def __init__(self) -> None:
+    def __init__(self, parallelism: Callable[[Any], int] | None = None) -> None:
+        #: The session's default parallelism (blocks per slice when not given); default
+        #: :func:`default_parallelism` (a session with a SparkContext passes its own).
+        self.parallelism = parallelism or default_parallelism
         self.docs: Any = None
         self.tagged: Any = None
         self.train: Any = None
@@ -226,7 +229,7 @@ class FrameLayout(CorpusLayout):
 
     def open(self, source: DocSource, parts_per_slice: int | None) -> int:
         docs = source.documents_frame()
-        p = parts_per_slice or default_parallelism(docs.sparkSession)
+        p = parts_per_slice or self.parallelism(docs.sparkSession)
         self.docs = persist_frame(docs, source.what)
         return p
 

@@ -181,7 +181,8 @@ class RddLayout(CorpusLayout):
         self.n_held_parts = 0
 
     def open(self, source: DocSource, parts_per_slice: int | None) -> int:
-        self.sc = source.rdd.context
+        # the session's context: asking the source's RDD for it would build its documents
+        self.sc = source.spark.sparkContext if source.spark is not None else source.rdd.context
         p = parts_per_slice or self.sc.defaultParallelism
         # read once, in packs: every step below is array operations per pack
         # (docs/architecture.md, "Corpus layout")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CorpusError
@@ -22,33 +21,60 @@ def check_params(owner: str, **values) -> None:
             check_param(BY_NAME[name], value, owner)
 
 
-@dataclass
 class DocSource:
-    """Documents as an RDD of ``(doc_id: int, term_ids: int64[], counts: float64[])``.
+    """Documents ``(doc_id: int, term_ids: int64[], counts: float64[])`` and their
+    vocabulary, in the forms the backends read: an RDD (:attr:`rdd`, classic sessions)
+    or a DataFrame (:meth:`documents_frame`, the DataFrame-only path). The readers give
+    recipes for both, built lazily, so the backend asks for the one it uses.
 
     ``what`` names the input in error messages (a column or a file);
     ``declared_docs`` is the document count a file header declares (UCI), so
     documents with no entries are still counted as empty.
     """
 
-    rdd: object
-    vocab_size: int
-    vocab: list | None
-    what: str
-    declared_docs: int | None = None
-    #: Builds the same documents as a DataFrame (:data:`DOCS_SCHEMA`), with no RDD, for
-    #: the DataFrame-only path (Spark Connect); None when the input has no such form.
-    #: Under Spark Connect ``rdd`` is None and only this is set. It returns the DataFrame
-    #: and the intermediate DataFrames it cached (unpersisted by :meth:`release_frame`).
-    frame: Callable[[], tuple[Any, list]] | None = None
-    #: Builds an RDD of the same documents in packs (:mod:`sparklda.packs`), read without
-    #: a Python step per document (classic sessions); None: :func:`source_packs` packs
-    #: ``rdd``'s documents.
-    packs: Callable[[], Any] | None = None
-    #: The session the documents were read in (None: the session of ``rdd``): the
-    #: backend that trains on them is that session's
-    #: (:func:`sparklda.execution.backend_for`).
-    spark: Any = None
+    def __init__(
+        self,
+        rdd: Any,
+        vocab_size: int,
+        vocab: list | None,
+        what: str,
+        declared_docs: int | None = None,
+        frame: Callable[[], tuple[Any, list]] | None = None,
+        packs: Callable[[], Any] | None = None,
+        spark: Any = None,
+        documents: Callable[[], Any] | None = None,
+    ):
+        self._rdd = rdd
+        self.vocab_size = vocab_size
+        self.vocab = vocab
+        self.what = what
+        self.declared_docs = declared_docs
+        #: Builds the same documents as a DataFrame (:data:`DOCS_SCHEMA`) for the
+        #: DataFrame-only path (Spark Connect); None when the input has no such form. It
+        #: returns the DataFrame and the intermediate DataFrames it cached (unpersisted
+        #: by :meth:`release_frame`).
+        self.frame = frame
+        #: Builds an RDD of the same documents in packs (:mod:`sparklda.packs`), read
+        #: without a Python step per document (classic sessions); None:
+        #: :func:`source_packs` packs :attr:`rdd`'s documents.
+        self.packs = packs
+        #: The session the documents were read in (None: the session of ``rdd``): the
+        #: backend that trains on them is that session's
+        #: (:func:`sparklda.execution.backend_for`).
+        self.spark = spark
+        #: Builds :attr:`rdd` when it is first asked for (classic sessions only).
+        self.documents = documents
+
+    @property
+    def rdd(self):
+        """The documents as an RDD (a classic session's form), built by ``documents``
+        when first asked for; None when the source has no RDD form."""
+        if self._rdd is None and self.documents is not None:
+            self._rdd = self.documents()
+        return self._rdd
+
+    def __repr__(self) -> str:
+        return f"DocSource({self.what}, vocab_size={self.vocab_size})"
 
     def documents_frame(self):
         """The documents as a DataFrame of :data:`DOCS_SCHEMA` (built once)."""

@@ -319,12 +319,15 @@ class FrameBackend(Backend):
 
     name = "dataframe"
 
-    def __init__(self, spark=None, closure_limit: int | None = None):
+    def __init__(self, spark=None, closure_limit: int | None = None, parallelism=None):
         self.spark = spark
         self.closure_limit = closure_limit
+        #: ``parallelism(spark)``: the session's default parallelism (None: the
+        #: layout's estimate, :func:`sparklda.corpus.default_parallelism`)
+        self.parallelism = parallelism
 
     def corpus_layout(self) -> FrameLayout:
-        return FrameLayout()
+        return FrameLayout(self.parallelism)
 
     def executor(self, corpus, checkpoint_interval: int = 0, combine: str = "auto"):
         return DataFrameExecutor(corpus, checkpoint_interval, self.closure_limit)

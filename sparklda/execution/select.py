@@ -10,11 +10,7 @@ from .base import Backend
 from .classic import ClassicBackend
 from .frame import FrameBackend
 
-__all__ = ["backend_for", "backend_of"]
-
-#: ``execution`` values (:class:`~sparklda.params.TrainParams`): "auto" picks the
-#: DataFrame backend under Spark Connect, the classic one otherwise.
-EXECUTIONS = ("auto", "classic", "dataframe")
+__all__ = ["backend_for", "backend_of", "context_parallelism"]
 
 
 def backend_for(spark, execution: str = "auto", what: str | None = None) -> Backend:
@@ -24,7 +20,7 @@ def backend_for(spark, execution: str = "auto", what: str | None = None) -> Back
     under Spark Connect, else the classic one."""
     connect = spark is not None and is_connect(spark)
     if execution == "dataframe":
-        return FrameBackend(spark)
+        return FrameBackend(spark, parallelism=None if connect else context_parallelism)
     if execution == "classic" and connect:
         read = f"{what} was read in" if what else "this is"
         raise ParamError(
@@ -32,6 +28,11 @@ def backend_for(spark, execution: str = "auto", what: str | None = None) -> Back
             f"which has no RDDs; use 'auto' or 'dataframe'."
         )
     return FrameBackend(spark) if connect else ClassicBackend()
+
+
+def context_parallelism(spark) -> int:
+    """The default parallelism of a session with a SparkContext."""
+    return int(spark.sparkContext.defaultParallelism)
 
 
 def backend_of(data) -> Backend:

@@ -5,12 +5,13 @@ a DataFrame (the DataFrame-only path)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from ...errors import CorpusError, executor_errors
 from ...io import check_encoding, is_sample, resolve_sample
-from ...storage import is_connect, persist_frame, release_frame
+from ...storage import persist_frame, release_frame
 from ..arrow import DOCS_SCHEMA, docs_to_batch
 from ..source import DocSource
 from .files import decode_text, read_local_bytes, read_vocab, sample_lines, text_lines
@@ -148,20 +149,8 @@ def read_uci(
     cut short or corrupt raises :class:`CorpusError` naming the file.
     """
     what = f"UCI docword file {docword_path!r}"
-    connect = is_connect(spark)
-    if connect:
-        lines = None
-        line_frame = _uci_line_frame(spark, str(docword_path), min_partitions)
-        with executor_errors(what):
-            header = [r[0] for r in line_frame.head(3)]
-    else:
-        sc = spark.sparkContext
-        if is_sample(docword_path):
-            lines = sample_lines(sc, str(docword_path), min_partitions)
-        else:
-            lines = sc.textFile(str(docword_path), minPartitions=min_partitions)
-        with executor_errors(what):
-            header = lines.take(3)
+    path = str(docword_path)
+    header = _uci_header(spark, path, what)
     try:
         n_docs, n_words, nnz = (int(h.strip()) for h in header)
     except ValueError:
@@ -183,20 +172,49 @@ def read_uci(
         check_encoding(encoding, "uci", "read_uci")
 
     def frame():
-        lf = line_frame if connect else _uci_line_frame(spark, str(docword_path), min_partitions)
+        lf = _uci_line_frame(spark, path, min_partitions)
         return _uci_documents_frame(lf, what, n_docs, n_words, nnz)
 
-    documents = None
-    if lines is not None:
+    def documents():
+        sc = spark.sparkContext
+        if is_sample(path):
+            lines = sample_lines(sc, path, min_partitions)
+        else:
+            lines = sc.textFile(path, minPartitions=min_partitions)
         n_parts = max(sc.defaultParallelism, min_partitions or 1)
-        documents = (
+        return (
             lines.mapPartitionsWithIndex(_uci_parser(n_docs, n_words))
             .groupByKey(numPartitions=n_parts, partitionFunc=_uci_partition)
             .mapPartitionsWithIndex(_uci_documents(what, nnz))
         )
+
     return DocSource(
-        documents, n_words, vocab, what, declared_docs=n_docs, frame=frame, spark=spark
+        None,
+        n_words,
+        vocab,
+        what,
+        declared_docs=n_docs,
+        frame=frame,
+        spark=spark,
+        documents=documents,
     )
+
+
+def _uci_header(spark, path: str, what: str) -> list[str]:
+    """The first three lines of a docword file: a shipped sample's read on the driver,
+    another's through Spark's text source (any file system Spark reaches)."""
+    if is_sample(path):
+        data = read_local_bytes(resolve_sample(path), f"Sample file {path!r}")
+        return text_lines(decode_text(data, "utf-8", f"Sample file {path!r}"))[:3]
+    try:
+        with executor_errors(what):
+            return [r[0] for r in spark.read.text(path).head(3)]
+    except CorpusError as e:
+        # Spark's text source names the file it failed on ("File 'file:/...'"): named
+        # here as the rest of read_uci names it
+        err = CorpusError(re.sub(r"^File '[^']*'", lambda _: what, str(e), count=1))
+        err.spark_exception = getattr(e, "spark_exception", None)  # type: ignore[attr-defined]
+        raise err from None
 
 
 def _uci_line_frame(spark, path: str, min_partitions: int | None):

@@ -15,7 +15,6 @@ from ...packs import (
     pack_starts,
     pack_to_bytes,
 )
-from ...storage import is_connect
 from ..arrow import DOCS_SCHEMA, arrow_batch_rdd, list_values, pack_to_batch
 from ..source import DocSource
 
@@ -156,9 +155,6 @@ def from_vectors(
     def frame():
         return _vector_documents_frame(df, features_col, id_col, size, what)
 
-    if is_connect(df.sparkSession):
-        return DocSource(None, size, vocab, what, frame=frame, spark=df.sparkSession)
-
     def to_doc(row_id, vec):
         # counts are checked, with the bad value named, by validate()
         return (row_id, *vector_to_arrays(vec, size, what, row_id, check_counts=False))
@@ -173,13 +169,23 @@ def from_vectors(
         frame = sel.mapInArrow(_vector_documents(size, what, offsets, packed=True), "pack binary")
         return frame.rdd.map(lambda r: pack_from_bytes(r[0]))
 
-    if id_col is not None:
-        rdd = df.select(id_col, features_col).rdd.map(lambda r: to_doc(int(r[0]), r[1]))
-    else:
-        rdd = (
+    def documents():
+        if id_col is not None:
+            return df.select(id_col, features_col).rdd.map(lambda r: to_doc(int(r[0]), r[1]))
+        return (
             df.select(features_col).rdd.zipWithIndex().map(lambda ri: to_doc(int(ri[1]), ri[0][0]))
         )
-    return DocSource(rdd, size, vocab, what, frame=frame, packs=packs, spark=df.sparkSession)
+
+    return DocSource(
+        None,
+        size,
+        vocab,
+        what,
+        frame=frame,
+        packs=packs,
+        spark=df.sparkSession,
+        documents=documents,
+    )
 
 
 def vectors_to_pack(col, ids: np.ndarray, size: int, what: str) -> Pack:

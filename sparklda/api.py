@@ -13,19 +13,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .corpus import (
-    DocSource,
-    build_corpus,
-    build_corpus_frame,
-    from_text,
-    from_vectors,
-    load_text_dataframe,
-    read_uci,
-)
-from .errors import CorpusError, ParamError, executor_errors
-from .execution import warm_worker
+from .corpus import DocSource, from_text, from_vectors, load_text_dataframe, read_uci
+from .errors import CorpusError, executor_errors
+from .execution import Backend, backend_for
 from .inference import transform_dataframe
-from .kernels.warm import warm
+from .kernels.warm import settle_heap, warm
 from .model import TopicModel
 from .modes import MODES
 from .params import TrainParams
@@ -87,7 +79,7 @@ def fit(
         hook = getattr(cb, "on_build_start", None)
         if hook is not None:
             hook(source.what)
-    build = build_corpus_frame if uses_dataframes(source, params) else build_corpus
+    backend = source_backend(source, params)
 
     def on_phase(phase: str, counts: dict) -> None:
         for cb in callbacks:
@@ -106,10 +98,7 @@ def fit(
         target=_warm_driver, args=(mode.driver_kernels, params.dtype), daemon=True
     )
     driver_warm.start()
-    extra = {}
-    if build is build_corpus:
-        extra["warm"] = functools.partial(warm_worker, task_kernels, params.dtype)
-    corpus = build(
+    corpus = backend.build_corpus(
         source,
         minibatch_size=params.minibatch_size,
         heldout_fraction=params.heldout_fraction,
@@ -118,7 +107,7 @@ def fit(
         parts_per_slice=params.parts_per_slice or None,
         dtype=np.dtype(params.dtype),
         on_phase=on_phase,
-        **extra,
+        warm=functools.partial(warm_worker, task_kernels, params.dtype),
     )
     driver_warm.join()
     try:
@@ -133,7 +122,7 @@ def fit(
                 corpus, params, initial, callbacks=callbacks, clock_start=start, resume=resume
             )
     finally:
-        corpus.unpersist()
+        backend.release(corpus)
     result.report["corpus_build_seconds"] = build_seconds
     return result
 
@@ -145,19 +134,20 @@ def _warm_driver(names: tuple[str, ...], dtype: str) -> None:
         log.debug("loading the driver's kernels ahead of training failed", exc_info=True)
 
 
-def uses_dataframes(source: DocSource, params: TrainParams) -> bool:
-    """Whether ``params.execution`` picks the DataFrame-only path for ``source``: "auto"
-    does when the source has no RDD (it was read in a Spark Connect session)."""
-    if params.execution == "dataframe":
-        return True
-    if params.execution == "classic":
-        if source.rdd is None:
-            raise ParamError(
-                f"The 'execution' parameter is 'classic' but {source.what} was read in a "
-                f"Spark Connect session, which has no RDDs; use 'auto' or 'dataframe'."
-            )
-        return False
-    return source.rdd is None
+def source_backend(source: DocSource, params: TrainParams) -> Backend:
+    """The backend ``fit`` trains ``source`` on: ``params.execution`` in the session the
+    source was read in ("auto": the DataFrame backend under Spark Connect)."""
+    return backend_for(source.spark, params.execution, source.what)
+
+
+def warm_worker(names: tuple[str, ...], dtype: str) -> float:
+    """In a Python worker (a task of the corpus-building job): the modes imported (with
+    this module: what the rounds' pickled kernels refer to) and the kernel groups
+    ``names`` loaded for ``dtype`` (:func:`sparklda.kernels.warm.warm`), so the first
+    round's tasks find them ready; the seconds it took."""
+    seconds = warm(names, dtype)
+    settle_heap()
+    return seconds
 
 
 def transform(

@@ -17,9 +17,9 @@ import numpy as np
 from .block import DocBlock
 from .corpus import check_output_column, check_vector_column, vector_size
 from .errors import CorpusError
+from .execution import backend_for
 from .kernels import foldin_block
 from .kernels.warm import settle_heap
-from .storage import is_connect
 from .vectors import arrow_vectors
 
 
@@ -53,12 +53,8 @@ def _vector_struct(theta: np.ndarray):
 def topic_value(spark, phi: np.ndarray):
     """A zero-argument function the tasks call to get ``phi``: a broadcast variable's
     value in a classic session, the array itself (shipped in the closure) under Spark
-    Connect. Returns (getter, release)."""
-    phi = np.ascontiguousarray(phi)
-    if is_connect(spark):
-        return (lambda: phi), (lambda: None)
-    bc = spark.sparkContext.broadcast(phi)
-    return (lambda: bc.value), bc.unpersist
+    Connect (the session's backend shares it). Returns (getter, release)."""
+    return backend_for(spark).share(spark, np.ascontiguousarray(phi))
 
 
 def transform_dataframe(

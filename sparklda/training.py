@@ -24,8 +24,7 @@ import numpy as np
 from .checkpoint import TrainingCheckpoints
 from .corpus import Corpus
 from .errors import ParamError
-from .execution import ClassicExecutor, Executor, RoundOutput
-from .execution_df import DataFrameExecutor
+from .execution import Executor, RoundOutput, backend_of
 from .model import TopicModel
 from .modes import MODES, Mode
 from .params import TrainParams
@@ -162,7 +161,8 @@ def train(
     callbacks : :class:`Callback` objects told of each round and evaluation.
     clock_start : ``time.perf_counter()`` value the elapsed times are measured
         from (default: now); pass the start of corpus building to include it.
-    executor : how rounds run (default: :func:`make_executor`).
+    executor : how rounds run (default: :func:`make_executor`: the executor of the
+        corpus's backend, :func:`sparklda.execution.backend_of`).
     resume : continue from the newest checkpoint in ``params.checkpoint_dir`` (a
         fresh start when there is none; a checkpoint of another run is refused).
     """
@@ -180,12 +180,11 @@ def train(
 
 
 def make_executor(corpus: Corpus, params: TrainParams, mode: Mode) -> Executor:
-    """How ``mode``'s rounds run on ``corpus``: on DataFrames for a DataFrame-path corpus,
-    else on RDDs (a stateful mode's states checkpointed every ``checkpoint_interval``)."""
+    """How ``mode``'s rounds run on ``corpus``: the executor of the corpus's backend
+    (RDDs, or DataFrames for a corpus built on the DataFrame path), a stateful mode's
+    states checkpointed every ``checkpoint_interval``."""
     interval = params.checkpoint_interval if mode.stateful else 0
-    if corpus.kind == "dataframe":
-        return DataFrameExecutor(corpus, interval)
-    return ClassicExecutor(corpus, interval, combine=params.combine)
+    return backend_of(corpus).executor(corpus, interval, params.combine)
 
 
 def open_checkpoints(

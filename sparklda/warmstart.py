@@ -63,10 +63,14 @@ def _remap(
     """``source`` with term id t replaced by ``mapping[t]`` (:func:`remap_document`), as
     an RDD (a broadcast mapping) and as a DataFrame (the mapping in the closure)."""
     what = source.what
-    rdd = None
-    if source.rdd is not None:
-        m_bc = source.rdd.context.broadcast(mapping)
-        rdd = source.rdd.map(lambda d: remap_document(d, m_bc.value, what, drop_negative))
+
+    def documents():
+        base_rdd = source.rdd
+        if base_rdd is None:
+            return None
+        m_bc = base_rdd.context.broadcast(mapping)
+        return base_rdd.map(lambda d: remap_document(d, m_bc.value, what, drop_negative))
+
     frame = None
     base = source.frame
     if base is not None:
@@ -82,7 +86,16 @@ def _remap(
             docs, cached = base()
             return docs.mapInArrow(run, DOCS_SCHEMA), cached
 
-    return DocSource(rdd, vocab_size, vocab, source.what, source.declared_docs, frame=frame)
+    return DocSource(
+        None,
+        vocab_size,
+        vocab,
+        source.what,
+        source.declared_docs,
+        frame=frame,
+        spark=source.spark,
+        documents=documents,
+    )
 
 
 def align_initial(model, source: DocSource, params):
@@ -116,12 +129,14 @@ def align_initial(model, source: DocSource, params):
         vocab = source.vocab if source.vocab is not None else model.vocab
         # same ids: build_corpus's validation checks them (negative or too large)
         same = DocSource(
-            source.rdd,
+            None,
             source.vocab_size,
             vocab,
             source.what,
             source.declared_docs,
             frame=source.frame,
+            spark=source.spark,
+            documents=lambda: source.rdd,
         )
         return same, np.array(model.topic_word, dtype=np.float64)
     merged, mapping = merge_vocabularies(model.vocab, source.vocab)

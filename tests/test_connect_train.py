@@ -17,9 +17,9 @@ import pytest
 
 from sparklda.api import fit
 from sparklda.block import block_from_bytes
-from sparklda.corpus import build_corpus, build_corpus_frame, from_vectors, read_uci
-from sparklda.errors import CorpusError
-from sparklda.execution_df import DataFrameExecutor
+from sparklda.corpus import FrameLayout, build_corpus, from_vectors, read_uci
+from sparklda.errors import CorpusError, ParamError
+from sparklda.execution import DataFrameExecutor, backend_for
 from sparklda.params import TrainParams
 from sparklda.training import Callback, train
 from tests.conftest import CONNECT_MODE
@@ -27,6 +27,12 @@ from tests.helpers import KOS_DOCWORD
 
 N_DOCS = 160
 MODES = ("scvb0", "svb", "cvb0", "cvb")
+
+
+def build_frame_corpus(source, **kwargs):
+    """The corpus of ``source`` laid out by the DataFrame layout (what the DataFrame
+    backend builds)."""
+    return build_corpus(source, layout=FrameLayout(), **kwargs)
 
 
 def params(algorithm: str, **kw) -> TrainParams:
@@ -146,7 +152,7 @@ def test_scvb0_rounds_ship_only_their_slice_rows(classic_fits, classic_corpus, e
 def test_dataframe_corpus_has_the_classic_blocks_and_split(spark, docword, classic_corpus):
     from pyspark.sql import functions as F
 
-    frame = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
+    frame = build_frame_corpus(read_uci(spark, docword), **CORPUS_ARGS)
     try:
         assert frame.kind == "dataframe"
         _assert_same_corpus(classic_corpus, frame)
@@ -165,7 +171,7 @@ def test_dataframe_corpus_is_a_checkpoint_that_unpersist_frees(spark, docword):
     """The DataFrame path's blocks are checkpointed: a round's plan starts from a scan of
     them, not from the building pipeline (docs/architecture.md, "Spark Connect path"),
     and ``Corpus.unpersist`` frees the checkpoint's blocks."""
-    frame = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
+    frame = build_frame_corpus(read_uci(spark, docword), **CORPUS_ARGS)
     plan = frame.train._jdf.queryExecution().analyzed()
     assert plan.getClass().getSimpleName() == "LogicalRDD"
     rdd_id = plan.rdd().id()
@@ -230,10 +236,10 @@ def test_exact_partition_column_puts_each_value_in_its_own_partition(spark):
     value i partition i, for any n."""
     from pyspark.sql import functions as F
 
-    from sparklda.corpus import _murmur3_int, exact_partition_column
+    from sparklda.corpus.frame import exact_partition_column, murmur3_int
 
     rows = spark.range(-40, 2000).select("id", F.hash(F.col("id").cast("int")).alias("h"))
-    assert all(_murmur3_int(r.id) == r.h for r in rows.collect())
+    assert all(murmur3_int(r.id) == r.h for r in rows.collect())
     for n in (2, 3, 20):
         df = spark.range(0, 3 * n).select((F.col("id") % n).cast("int").alias("x"))
         out = df.repartition(n, exact_partition_column(F.col("x"), n))
@@ -245,8 +251,10 @@ def test_exact_partition_column_puts_each_value_in_its_own_partition(spark):
 @pytest.mark.slow
 def test_connect_corpus_has_the_classic_blocks_and_split(connect, docword, classic_corpus):
     source = read_uci(connect, docword)
-    assert source.rdd is None
-    frame = build_corpus_frame(source, **CORPUS_ARGS)
+    assert backend_for(source.spark).name == "dataframe"  # no RDDs: the DataFrame backend
+    with pytest.raises(ParamError, match="'execution' parameter is 'classic'"):
+        backend_for(source.spark, "classic", source.what)
+    frame = build_frame_corpus(source, **CORPUS_ARGS)
     try:
         _assert_same_corpus(classic_corpus, frame)
     finally:
@@ -273,7 +281,7 @@ def test_vector_corpus_matches_between_sessions(spark, connect, docword, ids):
     """from_vectors: documents numbered by an id column or by their position (the
     classic path's zipWithIndex) give the same blocks in a Connect session."""
     classic = build_corpus(_vectors(spark, docword, ids), **CORPUS_ARGS)
-    remote = build_corpus_frame(_vectors(connect, docword, ids), **CORPUS_ARGS)
+    remote = build_frame_corpus(_vectors(connect, docword, ids), **CORPUS_ARGS)
     try:
         _assert_same_corpus(classic, remote)
     finally:
@@ -312,7 +320,7 @@ def test_a_large_round_value_is_broadcast_joined(spark, docword, classic_fits, a
     """Above the closure limit the round value (and φ̂ for scoring) travels as a
     broadcast-joined DataFrame of chunks, with the same result."""
     p = params(alg, execution="dataframe")
-    corpus = build_corpus_frame(read_uci(spark, docword), **CORPUS_ARGS)
+    corpus = build_frame_corpus(read_uci(spark, docword), **CORPUS_ARGS)
     executor = DataFrameExecutor(corpus, closure_limit=1024)
     try:
         result = train(corpus, p, executor=executor)
@@ -363,7 +371,7 @@ def test_bad_uci_line_under_connect(connect, tmp_path):
     path.write_text("3\n5\n3\n1 2 1\n2 9 1\n3 1 2\n")
     source = read_uci(connect, str(path))
     with pytest.raises(CorpusError, match=r"docword.txt', line 5: '2 9 1' has term id 9"):
-        build_corpus_frame(source, minibatch_size=10)
+        build_frame_corpus(source, minibatch_size=10)
 
 
 def test_wrong_vector_size_under_connect(connect):
@@ -397,7 +405,7 @@ def test_text_corpus_matches_between_sessions(spark, connect):
     finally:
         if had is not None:
             os.environ[CONNECT_MODE] = had
-    remote = build_corpus_frame(from_text(connect.createDataFrame(rows, ["text"])), **args)
+    remote = build_frame_corpus(from_text(connect.createDataFrame(rows, ["text"])), **args)
     try:
         assert classic.vocab == remote.vocab
         _assert_same_corpus(classic, remote)

@@ -83,7 +83,7 @@ from numba.core.registry import CPUDispatcher
 import sparklda.kernels as kernels
 from sparklda.block import DocBlock
 from sparklda.corpus import heldout_block
-from sparklda.evaluation import _score_blocks
+from sparklda.execution.scoring import score_blocks
 from sparklda.kernels.scvb0 import add_scaled_rows
 from sparklda.kernels.warm import warm
 from sparklda.modes import SCVB0
@@ -120,7 +120,7 @@ merged = TopicStats.merge_all([part, part])
 base = rng.random((v, k))
 add_scaled_rows(base, base.astype(dtype), merged.terms, merged.rows, 0.5)
 phi = base / base.sum(0)
-_score_blocks(phi, [heldout_block(docs, 0, dtype)], 0.1, 20, 1e-4)
+score_blocks(phi, [heldout_block(docs, 0, dtype)], 0.1, 20, 1e-4)
 after = signatures()
 print(sorted(n for n in after if after[n] != before.get(n)))
 """

@@ -169,7 +169,7 @@ def test_progress_of_a_real_fit(spark):
 def test_the_dataframe_path_tells_the_same_phases(spark):
     from pyspark.ml.linalg import Vectors
 
-    from sparklda.corpus import build_corpus_frame, from_vectors
+    from sparklda.corpus import FrameLayout, build_corpus, from_vectors
     from tests.helpers import planted_docs
 
     docs, v = planted_docs()
@@ -178,8 +178,9 @@ def test_the_dataframe_path_tells_the_same_phases(spark):
     ]
     source = from_vectors(spark.createDataFrame(rows, ["doc", "features"]), "features", "doc")
     events = []
-    corpus = build_corpus_frame(
+    corpus = build_corpus(
         source,
+        layout=FrameLayout(),
         minibatch_size=50,
         heldout_count=16,
         on_phase=lambda *e: events.append(e),

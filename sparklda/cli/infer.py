@@ -50,8 +50,9 @@ import numpy as np
 from ..api import source_from_config
 from ..corpus import DocSource, validate_frame
 from ..errors import executor_errors
+from ..execution import backend_for
 from ..ml import load_topic_model
-from ..storage import is_connect, literal_path, write_output
+from ..storage import literal_path, write_output
 from ..vectors import with_row_positions
 from ..warmstart import project_to_vocabulary
 from .config import ConfigError, check_config, input_settings
@@ -101,7 +102,9 @@ def score(spark, model, source, id_offset: int = 0):
 
     sc = spark.sparkContext
     raw = source.rdd.persist(StorageLevel.MEMORY_AND_DISK)
-    source = DocSource(raw, source.vocab_size, source.vocab, source.what, source.declared_docs)
+    source = DocSource(
+        raw, source.vocab_size, source.vocab, source.what, source.declared_docs, spark=source.spark
+    )
     docs = project_to_vocabulary(source, model.vocab, model.vocab_size).rdd.persist(
         StorageLevel.MEMORY_AND_DISK
     )
@@ -216,7 +219,7 @@ def run(spark, cfg: dict) -> dict:
     from pyspark.ml.functions import vector_to_array
 
     s = settings_from_config(cfg)
-    connect = is_connect(spark)
+    connect = not backend_for(spark).has_rdds
     output = check_output(spark, s["output"], "infer.output", s["overwrite"])
     started = time.time()
     model = load_topic_model(s["model"], spark)

@@ -16,7 +16,8 @@ import tempfile
 
 from .._java import java_problem
 from ..errors import ModelPathError
-from ..storage import SparkFiles, is_connect, unknown_scheme_error
+from ..execution import backend_for
+from ..storage import SparkFiles, unknown_scheme_error
 from .config import load_config, shipped_config, shipped_configs
 from .session import build_session
 
@@ -197,7 +198,7 @@ def check_output(spark, path: str, key: str, overwrite: bool) -> str:
     """Check an output directory before any work (see :func:`check_local_output`; on other
     file systems: exists, parent is a file; under Spark Connect, which has no file system
     API, only whether it exists). Returns the path as Spark resolves it."""
-    if is_connect(spark):
+    if not backend_for(spark).has_rdds:
         if not overwrite and SparkFiles(spark).exists(path):
             table = key.split(".")[0]
             raise ModelPathError(

@@ -285,9 +285,9 @@ def session_facts(spark, properties: bool = True) -> dict:
     Connect URL; a Connect client cannot see the server's master), Spark's version and,
     with ``properties``, the effective properties and executors (classic; under Connect
     the session's runtime properties and no executor list, which needs the JVM)."""
-    from ..storage import is_connect
+    from ..execution import backend_for
 
-    if not is_connect(spark):
+    if backend_for(spark).has_rdds:
         facts = {"master": spark.sparkContext.master, "spark_version": spark.version}
         if properties:
             facts["properties"] = effective_properties(spark)
@@ -367,9 +367,9 @@ def ship_package(spark) -> str | None:
     local mode, or when sparklda was itself imported from a zip (``--py-files``). Under
     Spark Connect the zip is added to the session's artifacts (``addArtifacts(...,
     pyfile=True)``), which puts it on the server's Python path for this session."""
-    from ..storage import is_connect
+    from ..execution import backend_for
 
-    connect = is_connect(spark)
+    connect = not backend_for(spark).has_rdds
     if not connect and spark.sparkContext.master.startswith("local"):
         return None
     import sparklda

@@ -106,7 +106,7 @@ def spark_record(spark, facts: dict) -> dict:
     """``metrics.json``'s ``spark`` table: the master (classic) or the Connect URL, the
     version, and what the session can tell (application id, default parallelism and
     executors need the JVM: recorded in a classic session, None under Spark Connect)."""
-    from ..storage import is_connect
+    from ..execution import backend_for
 
     record = {
         "master": facts.get("master"),
@@ -115,7 +115,7 @@ def spark_record(spark, facts: dict) -> dict:
         "properties": facts["properties"],
         "executors": facts["executors"],
     }
-    if is_connect(spark):
+    if not backend_for(spark).has_rdds:
         record.update(app_id=None, default_parallelism=None)
     else:
         sc = spark.sparkContext

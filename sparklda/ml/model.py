@@ -9,19 +9,10 @@ from pyspark.ml.param import TypeConverters
 from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
 
 from ..api import transform
-from ..corpus import (
-    check_output_column,
-    declared_size,
-    from_vectors,
-    heldout_blocks,
-    split_documents,
-    validate,
-    vector_size,
-)
-from ..errors import CorpusError, executor_errors
-from ..evaluation import completion_loglik, completion_loglik_df
+from ..corpus import check_output_column
+from ..errors import CorpusError
+from ..execution import backend_for
 from ..model import TopicModel
-from ..storage import is_connect
 from .params import FOLDIN_MAX_ITER, _LDAParams, check_features
 from .persistence import LDAModelReader, LDAModelWriter
 
@@ -147,32 +138,10 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         col = self.getFeaturesCol()
         check_features(dataset, col)
         tm = self.topicModel
-        size = declared_size(dataset, col)
-        if is_connect(dataset.sparkSession):  # no RDDs: the DataFrame route, same score
-            size = size if size is not None else vector_size(dataset, col)
-            if size is not None and size != tm.vocab_size:
-                raise CorpusError(
-                    f"Vectors in column {col!r} have size {size} but the model's "
-                    f"vocabulary has {tm.vocab_size} terms."
-                )
-            with executor_errors(f"column {col!r}"):
-                return completion_loglik_df(
-                    dataset, col, tm.topics_matrix(), tm.alpha, self._seed(), FOLDIN_MAX_ITER
-                )
-        source = from_vectors(dataset, col)
-        size = size if size is not None else source.vocab_size
-        if size != tm.vocab_size:
-            raise CorpusError(
-                f"Vectors in column {col!r} have size {size} but the model's "
-                f"vocabulary has {tm.vocab_size} terms."
-            )
-        docs, _ = split_documents(source, validate(source))
-        blocks = heldout_blocks(docs, self._seed(), np.float64)
-        try:
-            with executor_errors(source.what):
-                return completion_loglik(blocks, tm.topics_matrix(), tm.alpha, FOLDIN_MAX_ITER)
-        finally:
-            blocks.unpersist()
+        backend = backend_for(dataset.sparkSession)
+        return backend.score_vectors(
+            dataset, col, tm.topics_matrix(), tm.alpha, self._seed(), FOLDIN_MAX_ITER
+        )
 
     def logLikelihood(self, dataset) -> float:
         """Held-out document-completion log-likelihood of ``dataset`` (higher is better).

@@ -1,0 +1,84 @@
+"""Files read on the driver or through Spark: gzip, text decoding, the vocabulary
+file, a shipped sample's lines."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+from ...errors import CorpusError, executor_errors
+from ...io import check_encoding, is_sample, resolve_sample
+
+__all__ = ["decode_text", "gunzip", "read_local_bytes", "read_vocab", "sample_lines", "text_lines"]
+
+
+def read_local_bytes(path: str, what: str) -> bytes:
+    """The bytes of a file on the driver's disk, gunzipped when its name ends in ``.gz``."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return gunzip(data, what) if path.endswith(".gz") else data
+
+
+def gunzip(data: bytes, what: str) -> bytes:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise CorpusError(
+            f"{what} is not a valid, complete gzip file ({e}): it is cut short (an "
+            f"interrupted copy or download?) or corrupt."
+        ) from None
+
+
+def decode_text(data: bytes, encoding: str, what: str) -> str:
+    """``data`` decoded as ``encoding`` (a name :func:`~sparklda.io.check_encoding` returned);
+    bytes that are not valid raise :class:`CorpusError` naming ``what``, the byte offset
+    and the line. A UTF-8 byte-order mark is dropped."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise CorpusError(
+            f"{what} is not valid {encoding} text: byte offset {e.start} (line {line}) "
+            f"holds byte 0x{data[e.start]:02x} ({e.reason}). Pass its encoding (for example "
+            f"encoding='latin-1'; in a job's [input] table, encoding = \"latin-1\")."
+        ) from None
+    return text.removeprefix("\ufeff") if encoding == "utf-8" else text
+
+
+def text_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_vocab(path, spark=None, encoding: str | None = None) -> list[str]:
+    """One term per line (UCI ``vocab.txt``, ``.gz`` too), decoded as ``encoding`` (default
+    UTF-8; bytes that are not valid raise :class:`CorpusError` naming the file and the byte
+    offset).
+
+    Read through Spark (its ``binaryFile`` source: any file system Spark
+    reaches) when ``spark`` is given, else from the driver's disk;
+    ``sample:...`` names a file of the shipped corpus.
+    """
+    encoding = check_encoding(encoding, "uci", "read_vocab")
+    name = str(path)
+    what = f"Vocabulary file {name!r}"
+    if is_sample(path) or spark is None:
+        data = read_local_bytes(resolve_sample(name), what)
+    else:
+        with executor_errors(what):
+            rows = spark.read.format("binaryFile").load(name).select("path", "content").collect()
+        data = b"".join(bytes(r["content"]) for r in sorted(rows, key=lambda r: r["path"]))
+        if name.endswith(".gz"):
+            data = gunzip(data, what)
+    lines = text_lines(decode_text(data, encoding, what))
+    return [line for line in lines if line.strip() != ""]
+
+
+def sample_lines(sc, path: str, min_partitions: int | None):
+    """The lines of a shipped sample file, read on the driver and distributed, so
+    executors that do not share the driver's disk (or package) read it too."""
+    data = read_local_bytes(resolve_sample(path), f"Sample file {path!r}")
+    lines = text_lines(decode_text(data, "utf-8", f"Sample file {path!r}"))
+    return sc.parallelize(lines, max(sc.defaultParallelism, min_partitions or 1))

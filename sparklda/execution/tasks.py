@@ -1,0 +1,100 @@
+"""The per-partition functions of a round (built from plain values): they call the
+mode's kernel on each block, time it and count its tokens and documents. Both
+backends run them, on RDD partitions or on the blocks of an Arrow batch."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..kernels.warm import settle_heap
+from ..stats import TopicStats
+
+__all__ = [
+    "advance_partition",
+    "check_restored_state",
+    "init_partition",
+    "stateless_partition",
+    "statistics_partition",
+]
+
+
+def _block_stats(block, rows, kernel_s: float, **timings) -> TopicStats:
+    return TopicStats(
+        block.terms,
+        rows,
+        extra={"tokens": block.n_tokens, "docs": block.n_docs, "pairs": block.nnz},
+        timings={"kernel": kernel_s, **timings},
+    )
+
+
+def stateless_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Iterator]:
+    """``kernel(value, block) -> rows`` over a partition's blocks; ``source.value``
+    is the round value (a broadcast variable or any holder of ``.value``)."""
+
+    def run(blocks):
+        settle_heap()
+        value = source.value
+        for block in blocks:
+            if block.n_docs == 0:
+                continue
+            t0 = time.perf_counter()
+            rows = kernel(value, block)
+            yield _block_stats(block, rows, time.perf_counter() - t0)
+
+    return run
+
+
+def init_partition(source: Any, init_state: Callable) -> Callable[[Iterable], Iterator]:
+    """(block, state, seconds) for each block, ``state = init_state(value, block)``."""
+
+    def run(blocks):
+        settle_heap()
+        value = source.value if source is not None else None
+        for block in blocks:
+            t0 = time.perf_counter()
+            state = init_state(value, block)
+            yield block, state, time.perf_counter() - t0
+
+    return run
+
+
+def advance_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Iterator]:
+    """(block, new state, seconds) for each (block, state, _), ``kernel(value, block, state)``."""
+
+    def run(items):
+        settle_heap()
+        value = source.value
+        for block, state, _ in items:
+            t0 = time.perf_counter()
+            new_state = kernel(value, block, state)
+            yield block, new_state, time.perf_counter() - t0
+
+    return run
+
+
+def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]:
+    """The partial statistics of each non-empty (block, state, kernel seconds)."""
+
+    def run(items):
+        settle_heap()
+        for block, state, kernel_s in items:
+            if block.n_docs == 0:
+                continue
+            t0 = time.perf_counter()
+            rows = statistics(block, state)
+            yield _block_stats(block, rows, kernel_s, stats=time.perf_counter() - t0)
+
+    return run
+
+
+def check_restored_state(block, state) -> tuple:
+    """``(block, state, 0.0)`` for a block state read from a checkpoint, which must have
+    a row per (document, term) pair of its block."""
+    if state.shape[0] != block.nnz:
+        raise ValueError(
+            f"a checkpointed block state has {state.shape[0]} rows; its "
+            f"block has {block.nnz} (document, term) pairs"
+        )
+    return block, state, 0.0

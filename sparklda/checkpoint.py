@@ -12,11 +12,14 @@ resume").
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from typing import Any
 
-from .errors import ParamError
+import numpy as np
+
+from .errors import ModelPathError, ParamError, SparkLDAError
 from .params import TrainParams
 from .storage import CommittedDir, join_state, split_state
 
@@ -56,11 +59,89 @@ CORPUS_FACTS = (
 )
 
 
+#: Checksums of the corpus's content (the documents' ids, terms and counts) in a
+#: fingerprint; a checkpoint written before they were recorded is compared without them.
+CONTENT_FACTS = ("training_content", "heldout_content")
+
+
+def block_digest(block) -> str:
+    """SHA-256 (hex) of a :class:`~sparklda.block.DocBlock`'s documents: their ids, each
+    document's global term ids and counts, in canonical dtypes (so the classic and the
+    DataFrame path, whatever the block's count dtype, give the same digest)."""
+    h = hashlib.sha256()
+    for a, dtype in (
+        (block.doc_ids, "<i8"),
+        (block.indptr, "<i8"),
+        (np.asarray(block.terms)[np.asarray(block.local)], "<i8"),
+        (block.counts, "<f8"),
+    ):
+        h.update(np.ascontiguousarray(a, dtype=dtype).tobytes())
+    return h.hexdigest()
+
+
+def _combine_digests(digests) -> str:
+    """One checksum of a multiset of block digests (independent of partition order)."""
+    h = hashlib.sha256()
+    for d in sorted(digests):
+        h.update(d.encode())
+    return h.hexdigest()
+
+
+def _digests_of_rdd(rdd, heldout: bool) -> list[str]:
+    def digest(blocks):
+        for b in blocks:
+            if heldout:
+                yield block_digest(b.observed) + block_digest(b.target)
+            else:
+                yield block_digest(b)
+
+    return rdd.mapPartitions(digest).collect()
+
+
+def _digests_of_frame(frame, columns: tuple[str, ...]) -> list[str]:
+    def digest(batches):
+        import pyarrow as pa
+
+        from .block import block_from_bytes
+
+        for batch in batches:
+            cols = [batch.column(c).to_pylist() for c in columns]
+            out = [
+                "".join(block_digest(block_from_bytes(x)) for x in row)
+                for row in zip(*cols, strict=True)
+            ]
+            yield pa.RecordBatch.from_pydict({"digest": pa.array(out, pa.string())})
+
+    rows = frame.select(*columns).mapInArrow(digest, "digest string").collect()
+    return [r["digest"] for r in rows]
+
+
+def content_checksums(corpus) -> dict[str, str | None]:
+    """Checksums of the training and held-out blocks' content (:func:`block_digest` of
+    each block, combined), in one small job over the cached blocks each."""
+    frames = corpus.kind == "dataframe"
+    out: dict[str, str | None] = {}
+    for key, blocks, heldout in (
+        ("training_content", corpus.train, False),
+        ("heldout_content", corpus.heldout, True),
+    ):
+        if blocks is None:
+            out[key] = None
+        elif frames:
+            cols = ("observed", "target") if heldout else ("block",)
+            out[key] = _combine_digests(_digests_of_frame(blocks, cols))
+        else:
+            out[key] = _combine_digests(_digests_of_rdd(blocks, heldout))
+    return out
+
+
 def fingerprint(params: TrainParams, corpus) -> dict[str, Any]:
     """What a checkpoint must agree with to be resumed: the parameters (but those of
-    :data:`RESUMABLE_CHANGES`) and the corpus's counts and layout."""
+    :data:`RESUMABLE_CHANGES`), the corpus's counts and layout, and checksums of its
+    content (:func:`content_checksums`: another corpus of the same shape differs there)."""
     p = {k: v for k, v in params.to_dict().items() if k not in RESUMABLE_CHANGES}
     c = {k: corpus.report.get(k) for k in CORPUS_FACTS}
+    c.update(content_checksums(corpus))
     return {"params": p, "corpus": c}
 
 
@@ -69,8 +150,17 @@ def differences(saved: dict, current: dict) -> list[str]:
     for part in ("params", "corpus"):
         a, b = saved.get(part, {}), current.get(part, {})
         for key in sorted(set(a) | set(b)):
+            if part == "corpus" and key in CONTENT_FACTS and key not in a:
+                continue  # a checkpoint from before content checksums were recorded
             if a.get(key) != b.get(key):
-                out.append(f"{part} {key}: checkpoint {a.get(key)!r}, now {b.get(key)!r}")
+                if key in CONTENT_FACTS:
+                    what = "training" if key == "training_content" else "held-out"
+                    out.append(
+                        f"corpus content: the {what} documents' terms or counts differ "
+                        f"(checksum {str(a.get(key))[:12]}, now {str(b.get(key))[:12]})"
+                    )
+                else:
+                    out.append(f"{part} {key}: checkpoint {a.get(key)!r}, now {b.get(key)!r}")
     return out
 
 
@@ -134,17 +224,33 @@ class TrainingCheckpoints:
     def restore(self, mode, executor) -> tuple[int, dict] | None:
         """Load the newest checkpoint into ``mode`` (and the executor's block states);
         (rounds done, history), or None when there is none. A checkpoint of another
-        run is refused with what differs."""
+        run is refused with what differs; one that cannot be read (damaged, cut short,
+        not a checkpoint) is a :class:`ModelPathError` naming the directory."""
+        try:
+            return self._restore(mode, executor)
+        except SparkLDAError:
+            raise
+        except Exception as e:
+            lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+            why = f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
+            raise ModelPathError(
+                f"The checkpoint in {self.params.checkpoint_dir!r} cannot be read ({why}); "
+                f"it is damaged or not a sparklda checkpoint. Delete that directory to "
+                f"train from the start, or name another checkpoint directory."
+            ) from e
+
+    def _restore(self, mode, executor) -> tuple[int, dict] | None:
         latest = self.dir.latest()
         if latest is None:
             return None
         files = self.dir.files
         base = latest.path(self.dir.root)
         saved = files.read_json(f"{base}/state")
-        if saved.get("format_version", 0) > FORMAT_VERSION:
+        version = saved.get("format_version", 0)
+        if not isinstance(version, int) or version > FORMAT_VERSION:
             raise ParamError(
                 f"The checkpoint in {self.params.checkpoint_dir!r} has format "
-                f"version {saved['format_version']}; this sparklda reads up to "
+                f"version {version!r}; this sparklda reads up to "
                 f"{FORMAT_VERSION}."
             )
         diff = differences(saved["fingerprint"], self.fingerprint)

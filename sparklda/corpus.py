@@ -42,6 +42,7 @@ from .errors import CorpusError, executor_errors
 from .io import SPARK_CHARSETS, check_encoding, is_sample, resolve_sample
 from .kernels.random import Stream, doc_keys, uniform_per_doc
 from .kernels.warm import settle_heap
+from .limits import MAX_COUNT
 from .packs import (
     Pack,
     check_pack,
@@ -196,8 +197,29 @@ def read_vocab(path, spark=None, encoding: str | None = None) -> list[str]:
         data = b"".join(bytes(r["content"]) for r in sorted(rows, key=lambda r: r["path"]))
         if name.endswith(".gz"):
             data = _gunzip(data, what)
-    lines = _text_lines(decode_text(data, encoding, what))
-    return [line for line in lines if line.strip() != ""]
+    return _vocab_terms(_text_lines(decode_text(data, encoding, what)), what)
+
+
+def _vocab_terms(lines: list[str], what: str) -> list[str]:
+    """The terms of a vocabulary file's lines, line n the term of id n: blank lines at
+    the end are dropped, a blank line before a term or a term on two lines is a
+    :class:`CorpusError` naming the line (either would misalign every later id)."""
+    while lines and lines[-1].strip() == "":
+        lines = lines[:-1]
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if line.strip() == "":
+            raise CorpusError(
+                f"{what}, line {number} is blank; every line must hold one term (line n "
+                f"is the term of id n, so a blank line would shift every later id)."
+            )
+        first = seen.setdefault(line, number)
+        if first != number:
+            raise CorpusError(
+                f"{what}, line {number}: the term {line!r} is also on line {first}; "
+                f"every term must be on one line only."
+            )
+    return lines
 
 
 def _sample_lines(sc, path: str, min_partitions: int | None):
@@ -228,6 +250,8 @@ def _uci_line_problem(line: str, n_docs: int, n_words: int) -> str:
             f"has term id {w}, outside the vocabulary 1..W={n_words} (W is declared on line 2 "
             f"of the header)"
         )
+    if math.isfinite(c) and c > MAX_COUNT and c.is_integer():
+        return f"has a term count above {MAX_COUNT}, more than a document can hold"
     kind = "non-finite" if not math.isfinite(c) else "negative" if c < 0 else "non-integer"
     return f"has a {kind} term count; counts must be finite non-negative integers"
 
@@ -236,7 +260,7 @@ def _uci_parser(n_docs: int, n_words: int):
     """Parse one partition of a docword file's lines into ``(doc, (term, count))`` pairs
     (0-based ids), checking each line against the header; the partition ends with one
     summary record ``(-1 - partition, (lines, entries, first bad line or None))``."""
-    inf = math.inf
+    top = float(MAX_COUNT)  # 1e40 would overflow the blocks' float32 counts
 
     def parse(part, lines):
         n_lines = entries = 0
@@ -252,7 +276,7 @@ def _uci_parser(n_docs: int, n_words: int):
                 except ValueError:
                     pass
                 else:
-                    if 0 < d <= n_docs and 0 < w <= n_words and 0.0 <= c < inf and c.is_integer():
+                    if 0 < d <= n_docs and 0 < w <= n_words and 0.0 <= c <= top and c.is_integer():
                         entries += 1
                         yield d - 1, (w - 1, c)
                         continue

@@ -17,6 +17,10 @@ import numpy as np
 
 from .errors import ParamError
 
+#: The largest count of one term in one document a reader accepts (2^31 - 1): larger
+#: counts (1e40 in a UCI file) overflow the blocks' float32 counts and their sums.
+MAX_COUNT = 2**31 - 1
+
 
 def model_bytes(vocab_size: int, k: int, dtype: str = "float64") -> int:
     """The least memory the driver needs for a model of ``k`` topics over ``vocab_size``

@@ -304,3 +304,65 @@ def test_bad_corpus_body_shows_one_error_line_and_no_java_stack(tmp_path):
     errors = [x for x in console.splitlines() if x.startswith("error: ")]
     assert len(errors) == 1 and "term id 0" in errors[0], console[-3000:]
     assert not (tmp_path / "model").exists()
+
+
+# --------------------------------------------------------------------------
+# Readers
+
+
+def _uci(tmp_path, body, vocab="a\nb\nc\nd\n", header=(3, 4, None)):
+    d, w, nnz = header
+    docword = tmp_path / "docword.txt"
+    docword.write_text(f"{d}\n{w}\n{nnz if nnz is not None else len(body)}\n" + "\n".join(body))
+    vocab_path = tmp_path / "vocab.txt"
+    vocab_path.write_text(vocab)
+    return str(docword), str(vocab_path)
+
+
+@pytest.mark.parametrize(
+    "vocab,needle",
+    [
+        ("a\n\nb\nc\nd\n", "line 2 is blank"),
+        ("a\nb\na\nc\n", "line 3: the term 'a' is also on line 1"),
+    ],
+    ids=["blank", "duplicate"],
+)
+def test_vocabulary_with_blank_or_duplicate_lines_is_refused(spark, tmp_path, vocab, needle):
+    from sparklda.corpus import read_uci, read_vocab
+
+    docword, path = _uci(tmp_path, ["1 1 2", "2 3 1", "3 4 1"], vocab=vocab)
+    with pytest.raises(CorpusError, match=rf"Vocabulary file '.*vocab.txt', {needle}"):
+        read_vocab(path, spark)
+    with pytest.raises(CorpusError, match=needle):
+        read_vocab(path)  # from the driver's disk
+    with pytest.raises(CorpusError, match=needle):
+        read_uci(spark, docword, path)
+
+
+def test_vocabulary_trailing_blank_lines_are_fine(tmp_path):
+    from sparklda.corpus import read_vocab
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("a\nb\n\n\n")
+    assert read_vocab(str(path)) == ["a", "b"]
+
+
+def test_uci_count_too_large_is_a_corpus_error(spark, tmp_path):
+    from sparklda.corpus import build_corpus, read_uci
+
+    docword, vocab = _uci(tmp_path, ["1 1 2", "2 3 1e40", "3 4 1"])
+    with pytest.raises(CorpusError, match=r"line 5: '2 3 1e40' has a term count above 2147483647"):
+        build_corpus(read_uci(spark, docword, vocab))
+
+
+def test_uci_count_too_large_in_the_job(spark, tmp_path, monkeypatch, capsys):
+    docword, vocab = _uci(tmp_path, ["1 1 2", "2 3 1e40", "3 4 1"])
+    code, console = job(
+        monkeypatch,
+        capsys,
+        spark,
+        tmp_path,
+        *("--set", f"input.docword={docword}", "--set", f"input.vocab={vocab}"),
+        *("--set", "evaluation.heldout_count=0", "--set", "training.k=2"),
+    )
+    assert_clean_error(code, console, "term count above 2147483647")

@@ -233,12 +233,15 @@ def _first_line(exc: BaseException) -> str:
     return first.removeprefix(": ")
 
 
+def _is_spark_error(exc: BaseException) -> bool:
+    return (type(exc).__module__ or "").startswith(("pyspark.", "py4j."))
+
+
 def _spark_failure(exc: BaseException, verbose: bool) -> int | None:
     """``error: ...`` for an exception out of Spark (pyspark's or py4j's): the library's
     error it carries (exit 2), else its first line (exit 1); None for other exceptions.
     The stack goes to the log at DEBUG."""
-    module = type(exc).__module__ or ""
-    if not module.startswith(("pyspark.", "py4j.")):
+    if not _is_spark_error(exc):
         return None
     translated = translate_spark_error(exc)
     if verbose:
@@ -289,6 +292,8 @@ def job_main(
     try:
         spark = build_session(cfg, args.master, app_name, remote=remote)
     except Exception as e:  # a master or property Spark refuses, a JVM that cannot start
+        if not _is_spark_error(e):
+            raise
         log.debug("starting Spark failed", exc_info=True)
         where = f" (master {args.master or cfg.get('spark', {}).get('master')})"
         return error(f"Spark could not start{where if not remote else ''}: {_first_line(e)}")

@@ -75,19 +75,21 @@ QUIET_AT_STARTUP = ("org.apache.hadoop.util.NativeCodeLoader", "org.apache.spark
 #: ("ERROR Executor: Exception in task ...", "WARN TaskSetManager: Lost task ..."): the job
 #: reports the error itself, as one ``error:`` line, so they are off unless Spark logs at
 #: DEBUG (or finer).
-QUIET_TASK_FAILURES = (
-    "org.apache.spark.executor.Executor",
-    "org.apache.spark.scheduler.TaskSetManager",
-    "org.apache.spark.scheduler.TaskSchedulerImpl",
-    "org.apache.spark.api.python.PythonRunner",
-    "org.apache.spark.sql.execution.datasources.FileFormatWriter",
-)
+QUIET_TASK_FAILURES = {
+    "org.apache.spark.executor.Executor": "off",
+    "org.apache.spark.scheduler.TaskSetManager": "off",
+    "org.apache.spark.scheduler.TaskSchedulerImpl": "off",
+    "org.apache.spark.api.python.PythonRunner": "off",
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter": "off",
+    # "Putting block ... failed due to exception ...", with the task's Python traceback
+    "org.apache.spark.storage.BlockManager": "error",
+}
 #: Spark log levels that show :data:`QUIET_TASK_FAILURES`.
 VERBOSE_LEVELS = ("DEBUG", "TRACE", "ALL")
 
 
 def quiet_task_failures(spark, level: str) -> None:
-    """Turn :data:`QUIET_TASK_FAILURES` off in the driver's JVM (local mode runs the
+    """Set :data:`QUIET_TASK_FAILURES`' levels in the driver's JVM (local mode runs the
     executors there too) unless ``level`` is one of :data:`VERBOSE_LEVELS`."""
     from py4j.protocol import Py4JError
 
@@ -95,9 +97,10 @@ def quiet_task_failures(spark, level: str) -> None:
         return
     jvm = spark.sparkContext._jvm
     try:
-        off = jvm.org.apache.logging.log4j.Level.OFF
-        for name in QUIET_TASK_FAILURES:
-            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+        for name, quiet in QUIET_TASK_FAILURES.items():
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+                name, jvm.org.apache.logging.log4j.Level.toLevel(quiet.upper())
+            )
     except Py4JError as e:  # another logging backend: its messages stay
         log.debug("could not quiet Spark's task failure loggers: %s", e)
 
@@ -166,8 +169,8 @@ def log4j2_config(level: str) -> str:
         for i, name in enumerate(QUIET_AT_STARTUP):
             lines += [f"logger.quiet{i}.name = {name}", f"logger.quiet{i}.level = error"]
     if level not in VERBOSE_LEVELS:
-        for i, name in enumerate(QUIET_TASK_FAILURES):
-            lines += [f"logger.task{i}.name = {name}", f"logger.task{i}.level = off"]
+        for i, (name, quiet) in enumerate(QUIET_TASK_FAILURES.items()):
+            lines += [f"logger.task{i}.name = {name}", f"logger.task{i}.level = {quiet}"]
     return "\n".join(lines) + "\n"
 
 

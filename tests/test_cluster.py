@@ -208,8 +208,8 @@ source = read_uci(spark, resolve_sample("sample:kos/docword.txt.gz"),
 result = fit(source, params)
 np.save(out + ".npy", result.model.topic_word)
 # the same fit with the blocks laid out by the executors (a shuffle) instead of the driver
-import sparklda.corpus
-sparklda.corpus.LOCAL_LAYOUT_MAX_PAIRS = 0
+import sparklda.corpus.layout
+sparklda.corpus.layout.LOCAL_LAYOUT_MAX_PAIRS = 0
 shuffled = fit(read_uci(spark, resolve_sample("sample:kos/docword.txt.gz"),
                         resolve_sample("sample:kos/vocab.txt")), params)
 np.save(out + "-shuffled.npy", shuffled.model.topic_word)

@@ -230,10 +230,10 @@ def test_exact_partition_column_puts_each_value_in_its_own_partition(spark):
     value i partition i, for any n."""
     from pyspark.sql import functions as F
 
-    from sparklda.corpus import _murmur3_int, exact_partition_column
+    from sparklda.corpus.frame import exact_partition_column, murmur3_int
 
     rows = spark.range(-40, 2000).select("id", F.hash(F.col("id").cast("int")).alias("h"))
-    assert all(_murmur3_int(r.id) == r.h for r in rows.collect())
+    assert all(murmur3_int(r.id) == r.h for r in rows.collect())
     for n in (2, 3, 20):
         df = spark.range(0, 3 * n).select((F.col("id") % n).cast("int").alias("x"))
         out = df.repartition(n, exact_partition_column(F.col("x"), n))

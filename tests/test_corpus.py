@@ -155,18 +155,18 @@ def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(
     this Spark has none. Its documents and blocks are those of the row-by-row reading."""
     from pyspark.ml.linalg import Vectors
 
-    import sparklda.corpus
+    import sparklda.corpus.readers.vectors
     from sparklda.corpus import source_packs
     from sparklda.packs import docs_of_pack
 
     exported = []
-    real = sparklda.corpus.arrow_batch_rdd
+    real = sparklda.corpus.readers.vectors.arrow_batch_rdd
 
     def export(df):
         exported.append(df)
         return real(df) if arrow_export else None
 
-    monkeypatch.setattr(sparklda.corpus, "arrow_batch_rdd", export)
+    monkeypatch.setattr(sparklda.corpus.readers.vectors, "arrow_batch_rdd", export)
 
     rng = np.random.default_rng(0)
     rows = []
@@ -913,7 +913,7 @@ def test_a_small_corpus_is_laid_out_on_the_driver_with_the_executors_blocks(spar
 def test_the_model_is_the_same_whoever_lays_out_the_corpus(spark, algorithm, monkeypatch):
     """Training on blocks laid out on the driver gives the model of the executors' layout
     to the last bit, also for a mode whose block states live on the executors."""
-    import sparklda.corpus
+    import sparklda.corpus.layout
     from sparklda.api import fit
     from sparklda.params import TrainParams
 
@@ -922,7 +922,7 @@ def test_the_model_is_the_same_whoever_lays_out_the_corpus(spark, algorithm, mon
     )
     src = planted_source(spark, n_docs=200)
     on_driver = fit(src, params)
-    monkeypatch.setattr(sparklda.corpus, "LOCAL_LAYOUT_MAX_PAIRS", 0)
+    monkeypatch.setattr(sparklda.corpus.layout, "LOCAL_LAYOUT_MAX_PAIRS", 0)
     on_executors = fit(src, params)
     assert on_driver.report["corpus_build_seconds"] > 0
     assert np.array_equal(on_driver.model.topic_word, on_executors.model.topic_word)

@@ -18,6 +18,7 @@ from .errors import CorpusError, executor_errors
 from .execution import Backend, backend_for
 from .inference import transform_dataframe
 from .kernels.warm import settle_heap, warm
+from .limits import check_model_memory
 from .model import TopicModel
 from .modes import MODES
 from .params import TrainParams
@@ -75,6 +76,7 @@ def fit(
     initial = None
     if initial_model is not None:
         source, initial = align_initial(initial_model, source, params)
+    check_model_memory(source.vocab_size, params.k, params.dtype)  # before any allocation
     for cb in callbacks:
         hook = getattr(cb, "on_build_start", None)
         if hook is not None:
@@ -169,7 +171,14 @@ def transform(
 
 
 def source_from_config(spark, cfg: dict) -> DocSource:
-    """A :class:`DocSource` from the ``[input]`` table of a job config."""
+    """A :class:`DocSource` from the ``[input]`` table of a job config. A path that does
+    not exist is a :class:`CorpusError` naming it and the ``[input]`` keys."""
+    named = [f"input.{k} = {cfg[k]!r}" for k in ("docword", "vocab", "path") if cfg.get(k)]
+    with executor_errors(", ".join(named) or None):
+        return _source_from_config(spark, cfg)
+
+
+def _source_from_config(spark, cfg: dict) -> DocSource:
     fmt = cfg.get("format", "uci")
     if fmt == "uci":
         if "docword" not in cfg:

@@ -9,6 +9,7 @@ the cached corpus costs 8 bytes per (document, term) pair plus 16 per document.
 
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass, field
 
@@ -264,3 +265,18 @@ def bitmap_terms(bitmap: np.ndarray, vocab_size: int) -> np.ndarray:
     """The sorted int32 term ids set in a packed ``bitmap`` (:func:`union_bitmap`)."""
     bits = np.unpackbits(bitmap, count=int(vocab_size))
     return np.flatnonzero(bits).astype(np.int32)
+
+
+def block_digest(block) -> str:
+    """SHA-256 (hex) of a :class:`~sparklda.block.DocBlock`'s documents: their ids, each
+    document's global term ids and counts, in canonical dtypes (so the classic and the
+    DataFrame path, whatever the block's count dtype, give the same digest)."""
+    h = hashlib.sha256()
+    for a, dtype in (
+        (block.doc_ids, "<i8"),
+        (block.indptr, "<i8"),
+        (np.asarray(block.terms)[np.asarray(block.local)], "<i8"),
+        (block.counts, "<f8"),
+    ):
+        h.update(np.ascontiguousarray(a, dtype=dtype).tobytes())
+    return h.hexdigest()

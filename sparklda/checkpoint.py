@@ -12,11 +12,13 @@ resume").
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from typing import Any
 
-from .errors import ModelFormatError, ParamError
+from .errors import ModelFormatError, ModelPathError, ParamError, SparkLDAError
+from .execution import backend_of
 from .params import TrainParams
 from .storage import CommittedDir, join_state, split_state
 
@@ -56,11 +58,42 @@ CORPUS_FACTS = (
 )
 
 
+#: Checksums of the corpus's content (the documents' ids, terms and counts) in a
+#: fingerprint; a checkpoint written before they were recorded is compared without them.
+CONTENT_FACTS = ("training_content", "heldout_content")
+
+
+def _combine_digests(digests) -> str:
+    """One checksum of a multiset of block digests (independent of partition order)."""
+    h = hashlib.sha256()
+    for d in sorted(digests):
+        h.update(d.encode())
+    return h.hexdigest()
+
+
+def content_checksums(corpus) -> dict[str, str | None]:
+    """Checksums of the training and held-out blocks' content (the backend's
+    :meth:`~sparklda.execution.Backend.block_digests` of each block, combined), in one
+    small job over the cached blocks each."""
+    backend = backend_of(corpus)
+    out: dict[str, str | None] = {}
+    for key, blocks, heldout in (
+        ("training_content", corpus.train, False),
+        ("heldout_content", corpus.heldout, True),
+    ):
+        out[key] = (
+            None if blocks is None else _combine_digests(backend.block_digests(blocks, heldout))
+        )
+    return out
+
+
 def fingerprint(params: TrainParams, corpus) -> dict[str, Any]:
     """What a checkpoint must agree with to be resumed: the parameters (but those of
-    :data:`RESUMABLE_CHANGES`) and the corpus's counts and layout."""
+    :data:`RESUMABLE_CHANGES`), the corpus's counts and layout, and checksums of its
+    content (:func:`content_checksums`: another corpus of the same shape differs there)."""
     p = {k: v for k, v in params.to_dict().items() if k not in RESUMABLE_CHANGES}
     c = {k: corpus.report.get(k) for k in CORPUS_FACTS}
+    c.update(content_checksums(corpus))
     return {"params": p, "corpus": c}
 
 
@@ -69,8 +102,17 @@ def differences(saved: dict, current: dict) -> list[str]:
     for part in ("params", "corpus"):
         a, b = saved.get(part, {}), current.get(part, {})
         for key in sorted(set(a) | set(b)):
+            if part == "corpus" and key in CONTENT_FACTS and key not in a:
+                continue  # a checkpoint from before content checksums were recorded
             if a.get(key) != b.get(key):
-                out.append(f"{part} {key}: checkpoint {a.get(key)!r}, now {b.get(key)!r}")
+                if key in CONTENT_FACTS:
+                    what = "training" if key == "training_content" else "held-out"
+                    out.append(
+                        f"corpus content: the {what} documents' terms or counts differ "
+                        f"(checksum {str(a.get(key))[:12]}, now {str(b.get(key))[:12]})"
+                    )
+                else:
+                    out.append(f"{part} {key}: checkpoint {a.get(key)!r}, now {b.get(key)!r}")
     return out
 
 
@@ -133,7 +175,22 @@ class TrainingCheckpoints:
     def restore(self, mode, executor) -> tuple[int, dict] | None:
         """Load the newest checkpoint into ``mode`` (and the executor's block states);
         (rounds done, history), or None when there is none. A checkpoint of another
-        run is refused with what differs."""
+        run is refused with what differs; one that cannot be read (damaged, cut short,
+        not a checkpoint) is a :class:`ModelPathError` naming the directory."""
+        try:
+            return self._restore(mode, executor)
+        except SparkLDAError:
+            raise
+        except Exception as e:
+            lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+            why = f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
+            raise ModelPathError(
+                f"The checkpoint in {self.params.checkpoint_dir!r} cannot be read ({why}); "
+                f"it is damaged or not a sparklda checkpoint. Delete that directory to "
+                f"train from the start, or name another checkpoint directory."
+            ) from e
+
+    def _restore(self, mode, executor) -> tuple[int, dict] | None:
         latest = self.dir.latest()
         if latest is None:
             return None
@@ -154,10 +211,11 @@ class TrainingCheckpoints:
                 f"The checkpoint {base!r} is damaged: format_version "
                 f"{saved.get('format_version')!r} is not an integer."
             )
-        if saved.get("format_version", 0) > FORMAT_VERSION:
+        version = saved["format_version"] if "format_version" in saved else 0
+        if version > FORMAT_VERSION:
             raise ParamError(
                 f"The checkpoint in {self.params.checkpoint_dir!r} has format "
-                f"version {saved['format_version']}; this sparklda reads up to "
+                f"version {version!r}; this sparklda reads up to "
                 f"{FORMAT_VERSION}."
             )
         diff = differences(saved["fingerprint"], self.fingerprint)

@@ -56,6 +56,12 @@ _MESSAGE_END = re.compile(
 _CAUSE = re.compile(r"Caused by: ((?:java\.io|java\.util\.zip)\.\w+): ([^\n]*)")
 #: the file a Spark SQL reader names when reading it failed
 _READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
+#: an input path that does not exist, as Spark SQL's readers ([PATH_NOT_FOUND]) and Hadoop's
+#: input formats (the RDD readers: InvalidInputException) say it
+_MISSING_PATH = re.compile(
+    r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?:\s|$)"
+    r"|Input path does not exist: (\S+?)\.?(?:\s|$)"
+)
 
 
 def _error_classes() -> dict[str, type[SparkLDAError]]:
@@ -110,6 +116,16 @@ def _decompression_error(text: str, what: str | None) -> CorpusError | None:
     return None
 
 
+def _missing_path_error(text: str, what: str | None) -> CorpusError | None:
+    """A :class:`CorpusError` for an input path Spark found missing, naming it."""
+    m = _MISSING_PATH.search(text)
+    if m is None:
+        return None
+    path = m.group(1) or m.group(2)
+    reading = f" (reading {what})" if what else ""
+    return CorpusError(f"Input path {path!r} does not exist{reading}.")
+
+
 def translate_spark_error(exc: BaseException, what: str | None = None) -> SparkLDAError | None:
     """sparklda's error that ``exc``, an exception from a Spark action, carries, or None.
 
@@ -118,12 +134,16 @@ def translate_spark_error(exc: BaseException, what: str | None = None) -> SparkL
       traceback): the same class with the same message;
     * a compressed input file Hadoop could not read to the end: a
       :class:`CorpusError` naming the file (``what`` describes the input when
-      Spark's message names no file).
+      Spark's message names no file);
+    * an input path that does not exist (Spark SQL's ``PATH_NOT_FOUND``, Hadoop's
+      ``InvalidInputException``): a :class:`CorpusError` naming the path.
     """
     if isinstance(exc, SparkLDAError) or not _is_spark_exception(exc):
         return None
     text = str(exc)
-    return _raised_error(text) or _decompression_error(text, what)
+    return (
+        _raised_error(text) or _decompression_error(text, what) or _missing_path_error(text, what)
+    )
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from .checkpoint import TrainingCheckpoints
 from .corpus import Corpus
 from .errors import ParamError
 from .execution import Executor, RoundOutput, backend_of
+from .limits import check_model_memory
 from .model import TopicModel
 from .modes import MODES, Mode
 from .params import TrainParams
@@ -172,6 +173,7 @@ def train(
             f"The initial model has shape {initial_topic_word.shape}; this corpus "
             f"needs ({corpus.vocab_size}, {params.k}) (vocabulary size, k)."
         )
+    check_model_memory(corpus.vocab_size, params.k, params.dtype)
     start = clock_start if clock_start is not None else time.perf_counter()
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)
     if executor is None:

@@ -16,7 +16,7 @@ from importlib.resources import files
 
 from ..errors import ParamError
 from ..io import check_encoding, resolve_sample
-from ..params import TrainParams
+from ..params import TrainParams, validate_params
 
 
 class ConfigError(ParamError):
@@ -366,7 +366,10 @@ def train_params(cfg: dict) -> TrainParams:
         raise ConfigError(
             f"{[f'training.{k}' for k in both]} are also set in [checkpoint]; keep one."
         )
-    return TrainParams.from_dict({**training, **cfg.get("evaluation", {}), **checkpoint}).validate()
+    # messages about checkpoints name the keys the user wrote, not TrainParams' fields
+    aliases = {field: f"checkpoint.{key}" for key, field in CHECKPOINT_KEYS.items()}
+    values = {**training, **cfg.get("evaluation", {}), **checkpoint}
+    return validate_params(values, aliases=aliases)
 
 
 def input_settings(table: dict) -> dict:

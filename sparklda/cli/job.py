@@ -15,11 +15,11 @@ import sys
 import tempfile
 
 from .._java import java_problem
-from ..errors import ModelPathError
+from ..errors import ModelPathError, translate_spark_error
 from ..execution import backend_for
 from ..storage import SparkFiles, unknown_scheme_error
 from .config import load_config, shipped_config, shipped_configs
-from .session import build_session
+from .session import VERBOSE_LEVELS, build_session, check_spark_settings
 
 log = logging.getLogger("sparklda.job")
 
@@ -230,6 +230,34 @@ def check_output(spark, path: str, key: str, overwrite: bool) -> str:
 # main
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first non-blank line of ``exc``'s message (no stack), or its type's name."""
+    lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    return first.removeprefix(": ")
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    return (type(exc).__module__ or "").startswith(("pyspark.", "py4j."))
+
+
+def _spark_failure(exc: BaseException, verbose: bool) -> int | None:
+    """``error: ...`` for an exception out of Spark (pyspark's or py4j's): the library's
+    error it carries (exit 2), else its first line (exit 1); None for other exceptions.
+    The stack goes to the log at DEBUG."""
+    if not _is_spark_error(exc):
+        return None
+    translated = translate_spark_error(exc)
+    if verbose:
+        log.debug("the Spark error in full", exc_info=exc)
+    if translated is not None:
+        return error(translated)
+    error(f"Spark failed: {_first_line(exc)}")
+    if not verbose:
+        print("(run with --log-level DEBUG to see Spark's stack)", file=sys.stderr)
+    return 1
+
+
 def job_main(
     argv,
     description: str,
@@ -240,24 +268,39 @@ def job_main(
     resume: bool = False,
 ) -> int:
     """A job's ``main``: parse the command line, load the configuration, check it with
-    ``check(cfg)`` before Spark starts, then ``run(spark, cfg)`` (``run(spark, cfg,
-    resume=...)`` for a job that takes ``--resume``). Bad settings or input print
-    ``error: ...`` and return 2; the session is always stopped."""
+    ``check(cfg)`` (``check(cfg, resume=...)`` for a job that takes ``--resume``) and the
+    Spark settings (master, memory sizes) before Spark starts, then ``run(spark, cfg)``
+    (``run(spark, cfg, resume=...)``). Bad settings or input print ``error: ...`` and
+    return 2; so does an error Spark carries from the executors, without Spark's stack
+    (shown with ``--log-level DEBUG``). The session is always stopped."""
     args = base_parser(description, prog, resume).parse_args(argv)
     if args.print_config:
         return print_config(args.print_config)
     setup_logging(args.log_level)
+    remote = args.remote or os.environ.get("SPARK_REMOTE") or None
     try:
         cfg = load_config(args.config, args.set, args.conf_set)
         apply_log_level(cfg, args.log_level)
-        check(cfg)
+        if resume:
+            check(cfg, resume=args.resume)
+        else:
+            check(cfg)
+        if not remote:
+            check_spark_settings(cfg, args.master)
     except ValueError as e:
         return error(e)
-    remote = args.remote or os.environ.get("SPARK_REMOTE") or None
+    verbose = cfg.get("spark", {}).get("log_level", "WARN").upper() in VERBOSE_LEVELS
     problem = None if remote else java_problem()  # a Connect client runs no JVM
     if problem:
         return error(problem)
-    spark = build_session(cfg, args.master, app_name, remote=remote)
+    try:
+        spark = build_session(cfg, args.master, app_name, remote=remote)
+    except Exception as e:  # a master or property Spark refuses, a JVM that cannot start
+        if not _is_spark_error(e):
+            raise
+        log.debug("starting Spark failed", exc_info=True)
+        where = f" (master {args.master or cfg.get('spark', {}).get('master')})"
+        return error(f"Spark could not start{where if not remote else ''}: {_first_line(e)}")
     try:
         if resume:
             run(spark, cfg, resume=args.resume)
@@ -265,6 +308,11 @@ def job_main(
             run(spark, cfg)
     except (ValueError, FileExistsError, FileNotFoundError) as e:
         return error(e)
+    except Exception as e:
+        code = _spark_failure(e, verbose)
+        if code is None:
+            raise
+        return code
     finally:
         spark.stop()
     return 0

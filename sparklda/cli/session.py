@@ -44,7 +44,7 @@ import tempfile
 import zipfile
 
 from .. import SESSION_PROPERTIES
-from .config import flatten_spark_conf
+from .config import ConfigError, flatten_spark_conf
 
 log = logging.getLogger("sparklda.job")
 
@@ -71,9 +71,90 @@ REDACTED = "*********(redacted)"
 QUIET_AT_STARTUP = ("org.apache.hadoop.util.NativeCodeLoader", "org.apache.spark.util.Utils")
 
 
+#: Loggers that print a failed task's exception with its whole Java (and Python) stack
+#: ("ERROR Executor: Exception in task ...", "WARN TaskSetManager: Lost task ..."): the job
+#: reports the error itself, as one ``error:`` line, so they are off unless Spark logs at
+#: DEBUG (or finer).
+QUIET_TASK_FAILURES = {
+    "org.apache.spark.executor.Executor": "off",
+    "org.apache.spark.scheduler.TaskSetManager": "off",
+    "org.apache.spark.scheduler.TaskSchedulerImpl": "off",
+    "org.apache.spark.api.python.PythonRunner": "off",
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter": "off",
+    # "Putting block ... failed due to exception ...", with the task's Python traceback
+    "org.apache.spark.storage.BlockManager": "error",
+}
+#: Spark log levels that show :data:`QUIET_TASK_FAILURES`.
+VERBOSE_LEVELS = ("DEBUG", "TRACE", "ALL")
+
+
+def quiet_task_failures(spark, level: str) -> None:
+    """Set :data:`QUIET_TASK_FAILURES`' levels in the driver's JVM (local mode runs the
+    executors there too) unless ``level`` is one of :data:`VERBOSE_LEVELS`."""
+    from py4j.protocol import Py4JError
+
+    if level.upper() in VERBOSE_LEVELS:
+        return
+    jvm = spark.sparkContext._jvm
+    try:
+        for name, quiet in QUIET_TASK_FAILURES.items():
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+                name, jvm.org.apache.logging.log4j.Level.toLevel(quiet.upper())
+            )
+    except Py4JError as e:  # another logging backend: its messages stay
+        log.debug("could not quiet Spark's task failure loggers: %s", e)
+
+
+def check_spark_settings(cfg: dict, master: str | None) -> None:
+    """Refuse, before Spark starts, a master URL Spark cannot use (``--master`` or
+    ``[spark] master``) and a malformed memory size among the ``[spark.conf]``
+    properties Spark reads as sizes (``spark.driver.memory``, ...): Spark would fail
+    with a Java stack (``JAVA_GATEWAY_EXITED`` for the driver's memory)."""
+    spark_cfg = cfg.get("spark", {})
+    for key, value in (("--master", master), ("spark.master", spark_cfg.get("master"))):
+        if value is not None and not MASTER_URL.fullmatch(str(value)):
+            raise ConfigError(
+                f"{key} {value!r} is not a Spark master URL; use local, local[N], local[*], "
+                f"local[N,F], spark://HOST:PORT, yarn, k8s://HOST:PORT or mesos://HOST:PORT."
+            )
+    props = flatten_spark_conf(spark_cfg.get("conf", {}))
+    if props.get("spark.master") is not None and not MASTER_URL.fullmatch(props["spark.master"]):
+        raise ConfigError(
+            f'spark.conf."spark.master" {props["spark.master"]!r} is not a Spark master URL; '
+            f"use local, local[N], local[*], spark://HOST:PORT, yarn, k8s://HOST:PORT, ..."
+        )
+    for key in SIZE_PROPERTIES:
+        value = props.get(key)
+        if value is not None and not MEMORY_SIZE.fullmatch(value.strip().lower()):
+            raise ConfigError(
+                f'spark.conf."{key}" = {value!r} is not a memory size; write a whole number '
+                f'with an optional unit k, m, g, t or p (e.g. "4g", "512m").'
+            )
+
+
+#: What Spark takes as a master: local modes, a cluster manager URL, yarn.
+MASTER_URL = re.compile(
+    r"local(?:\[(?:\d+|\*)(?:,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
+    r"|(?:spark|mesos|k8s)://\S+"
+)
+#: Spark's size strings (JavaUtils.byteStringAs): a whole number and an optional unit.
+MEMORY_SIZE = re.compile(r"\d+(?:[kmgtp]b?|b)?")
+#: Properties Spark parses as memory sizes.
+SIZE_PROPERTIES = (
+    "spark.driver.memory",
+    "spark.executor.memory",
+    "spark.driver.memoryOverhead",
+    "spark.executor.memoryOverhead",
+    "spark.driver.maxResultSize",
+    "spark.executor.pyspark.memory",
+    "spark.python.worker.memory",
+)
+
+
 def log4j2_config(level: str) -> str:
     """A log4j2 configuration: Spark's console layout on stderr at ``level`` from the
-    first line the JVM logs (at WARN, :data:`QUIET_AT_STARTUP` log only errors)."""
+    first line the JVM logs (at WARN, :data:`QUIET_AT_STARTUP` log only errors; below
+    DEBUG, :data:`QUIET_TASK_FAILURES` are off)."""
     level = level.upper()
     lines = [
         f"rootLogger.level = {level.lower()}",
@@ -87,6 +168,9 @@ def log4j2_config(level: str) -> str:
     if level == "WARN":
         for i, name in enumerate(QUIET_AT_STARTUP):
             lines += [f"logger.quiet{i}.name = {name}", f"logger.quiet{i}.level = error"]
+    if level not in VERBOSE_LEVELS:
+        for i, (name, quiet) in enumerate(QUIET_TASK_FAILURES.items()):
+            lines += [f"logger.task{i}.name = {name}", f"logger.task{i}.level = {quiet}"]
     return "\n".join(lines) + "\n"
 
 
@@ -275,6 +359,7 @@ def build_session(
     _worker_python({**given, **apply})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(spark_cfg.get("log_level", "WARN"))
+    quiet_task_failures(spark, spark_cfg.get("log_level", "WARN"))
     if spark_cfg.get("ship_package", True):
         ship_package(spark)
     return spark

@@ -52,8 +52,46 @@ class TrainSettings:
     mlflow: MlflowSettings | None = None
 
 
-def check(cfg: dict) -> TrainSettings:
-    """The job's settings from ``cfg``, checked before Spark starts (raises ValueError)."""
+def _where(path: str) -> str:
+    """``path`` made comparable: a local path absolute and normalized, a URI without a
+    trailing slash."""
+    if path.startswith("file:"):
+        path = path[len("file:") :]
+        path = "/" + path.lstrip("/")
+    if "://" in path:
+        return path.rstrip("/")
+    return os.path.normpath(os.path.abspath(path))
+
+
+def _inside(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def check_paths(outputs: dict[str, str | None]) -> None:
+    """Refuse two outputs (``{key: path}``) that are the same path or one inside the
+    other: the model's save, the metrics file and the checkpoints would overwrite or
+    delete each other (raises ConfigError naming both keys)."""
+    named = [(k, p, _where(p)) for k, p in outputs.items() if p]
+    for i, (key_a, a, where_a) in enumerate(named):
+        for key_b, b, where_b in named[i + 1 :]:
+            if where_a == where_b:
+                raise ConfigError(
+                    f"{key_b} {b!r} is the same path as {key_a} {a!r}; give them different paths."
+                )
+            for (ki, pi, wi), (ko, po, wo) in (
+                ((key_a, a, where_a), (key_b, b, where_b)),
+                ((key_b, b, where_b), (key_a, a, where_a)),
+            ):
+                if _inside(wi, wo):
+                    raise ConfigError(
+                        f"{ki} {pi!r} is inside {ko} {po!r}; writing one would replace or "
+                        f"delete the other: give them separate paths."
+                    )
+
+
+def check(cfg: dict, resume: bool = False) -> TrainSettings:
+    """The job's settings from ``cfg``, checked before Spark starts (raises ValueError);
+    ``resume``: the job's ``--resume``, which needs ``checkpoint.dir``."""
     check_config(cfg)
     out = cfg.get("output", {})
     if not out.get("model"):
@@ -75,6 +113,17 @@ def check(cfg: dict) -> TrainSettings:
                 "output.plots = true draws held-out quality: set evaluation.heldout_count or "
                 "evaluation.heldout_fraction above 0."
             )
+    if resume and not params.checkpoint_dir:
+        raise ConfigError(
+            "--resume needs checkpoint.dir (where the interrupted run wrote its checkpoints)."
+        )
+    check_paths(
+        {
+            "output.model": out["model"],
+            "output.metrics": out.get("metrics"),
+            "checkpoint.dir": params.checkpoint_dir or None,
+        }
+    )
     return TrainSettings(
         params=params,
         input=input_settings(cfg["input"]),
@@ -98,6 +147,7 @@ def check_outputs(spark, s: TrainSettings) -> str:
         metrics = os.path.join(os.path.dirname(os.path.abspath(model.rstrip("/"))), "metrics.json")
     else:
         metrics = "metrics.json"
+    check_paths({"output.model": model, "output.metrics": metrics})
     check_local_output(metrics, "output.metrics", None)
     return metrics
 
@@ -127,11 +177,7 @@ def run(spark, cfg: dict, resume: bool = False, callbacks: Sequence = ()) -> dic
     """Train as ``cfg`` says (``resume``: from the newest checkpoint in [checkpoint] dir;
     ``callbacks``: told of training, e.g. :class:`sparklda.progress.Progress`); returns
     the metrics written to metrics.json."""
-    s = check(cfg)
-    if resume and not s.params.checkpoint_dir:
-        raise ConfigError(
-            "--resume needs [checkpoint] dir (where the interrupted run wrote its checkpoints)."
-        )
+    s = check(cfg, resume)
     metrics_path = check_outputs(spark, s)
     initial = None
     if s.initial_model:  # TopicModel, LDAModel or PipelineModel directory

@@ -143,6 +143,12 @@ class Backend(ABC):
     def share(self, spark, value: np.ndarray) -> tuple[Callable[[], Any], Callable[[], Any]]:
         """``(get, release)``: ``get()`` gives ``value`` in a task; ``release()`` frees it."""
 
+    @abstractmethod
+    def block_digests(self, blocks, heldout: bool) -> list[str]:
+        """:func:`~sparklda.block.block_digest` of each of the corpus's training
+        (``heldout`` false) or held-out blocks (the observed and target halves' digests
+        joined), in any order: one small job over the cached blocks."""
+
     def release(self, corpus: Corpus) -> None:
         """Release the blocks the corpus cached."""
         corpus.unpersist()

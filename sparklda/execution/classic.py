@@ -6,6 +6,7 @@ cuts. See docs/architecture.md, "The round"."""
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import time
@@ -15,6 +16,7 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from .. import SESSION_PROPERTIES
+from ..block import block_digest
 from ..corpus import RddLayout, from_vectors, heldout_blocks, pruned, split_documents, validate
 from ..errors import CorpusError, executor_errors
 from ..stats import merge_shard, shard_bounds, split_shards
@@ -335,6 +337,14 @@ class ClassicBackend(Backend):
         finally:
             blocks.unpersist()
 
+    def block_digests(self, blocks, heldout: bool) -> list[str]:
+        return blocks.mapPartitions(functools.partial(_digests, heldout=heldout)).collect()
+
     def share(self, spark, value):
         bc = spark.sparkContext.broadcast(value)
         return (lambda: bc.value), bc.unpersist
+
+
+def _digests(blocks: Iterable, heldout: bool) -> Iterator[str]:
+    for b in blocks:
+        yield block_digest(b.observed) + block_digest(b.target) if heldout else block_digest(b)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..block import DocBlock, HeldoutBlock, split_halves
+from ..block import DocBlock, HeldoutBlock, block_digest, block_from_bytes, split_halves
 from ..corpus import FrameLayout, exact_partition_column, vector_size
 from ..errors import CorpusError, executor_errors
 from ..stats import TopicStats
@@ -347,5 +347,24 @@ class FrameBackend(Backend):
         with executor_errors(f"column {features_col!r}"):
             return vectors_score(df, features_col, phi, alpha, seed, max_iter)
 
+    def block_digests(self, blocks, heldout: bool) -> list[str]:
+        columns = ("observed", "target") if heldout else ("block",)
+        rows = blocks.select(*columns).mapInArrow(_digests, "digest string").collect()
+        return [r["digest"] for r in rows]
+
     def share(self, spark, value):
         return (lambda: value), (lambda: None)
+
+
+def _digests(batches):
+    """Each row's blocks' :func:`~sparklda.block.block_digest` joined (a mapInArrow
+    function over block columns)."""
+    import pyarrow as pa
+
+    for batch in batches:
+        cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        out = [
+            "".join(block_digest(block_from_bytes(x)) for x in row)
+            for row in zip(*cols, strict=True)
+        ]
+        yield pa.RecordBatch.from_pydict({"digest": pa.array(out, pa.string())})

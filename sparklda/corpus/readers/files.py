@@ -72,8 +72,29 @@ def read_vocab(path, spark=None, encoding: str | None = None) -> list[str]:
         data = b"".join(bytes(r["content"]) for r in sorted(rows, key=lambda r: r["path"]))
         if name.endswith(".gz"):
             data = gunzip(data, what)
-    lines = text_lines(decode_text(data, encoding, what))
-    return [line for line in lines if line.strip() != ""]
+    return _vocab_terms(text_lines(decode_text(data, encoding, what)), what)
+
+
+def _vocab_terms(lines: list[str], what: str) -> list[str]:
+    """The terms of a vocabulary file's lines, line n the term of id n: blank lines at
+    the end are dropped, a blank line before a term or a term on two lines is a
+    :class:`CorpusError` naming the line (either would misalign every later id)."""
+    while lines and lines[-1].strip() == "":
+        lines = lines[:-1]
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if line.strip() == "":
+            raise CorpusError(
+                f"{what}, line {number} is blank; every line must hold one term (line n "
+                f"is the term of id n, so a blank line would shift every later id)."
+            )
+        first = seen.setdefault(line, number)
+        if first != number:
+            raise CorpusError(
+                f"{what}, line {number}: the term {line!r} is also on line {first}; "
+                f"every term must be on one line only."
+            )
+    return lines
 
 
 def sample_lines(sc, path: str, min_partitions: int | None):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...errors import CorpusError, executor_errors
 from ...io import check_encoding, is_sample, resolve_sample
+from ...limits import MAX_COUNT
 from ...storage import persist_frame, release_frame
 from ..arrow import DOCS_SCHEMA, docs_to_batch
 from ..source import DocSource
@@ -39,6 +40,8 @@ def _uci_line_problem(line: str, n_docs: int, n_words: int) -> str:
             f"has term id {w}, outside the vocabulary 1..W={n_words} (W is declared on line 2 "
             f"of the header)"
         )
+    if math.isfinite(c) and c > MAX_COUNT and c.is_integer():
+        return f"has a term count above {MAX_COUNT}, more than a document can hold"
     kind = "non-finite" if not math.isfinite(c) else "negative" if c < 0 else "non-integer"
     return f"has a {kind} term count; counts must be finite non-negative integers"
 
@@ -47,7 +50,7 @@ def _uci_parser(n_docs: int, n_words: int):
     """Parse one partition of a docword file's lines into ``(doc, (term, count))`` pairs
     (0-based ids), checking each line against the header; the partition ends with one
     summary record ``(-1 - partition, (lines, entries, first bad line or None))``."""
-    inf = math.inf
+    top = float(MAX_COUNT)  # 1e40 would overflow the blocks' float32 counts
 
     def parse(part, lines):
         n_lines = entries = 0
@@ -63,7 +66,7 @@ def _uci_parser(n_docs: int, n_words: int):
                 except ValueError:
                     pass
                 else:
-                    if 0 < d <= n_docs and 0 < w <= n_words and 0.0 <= c < inf and c.is_integer():
+                    if 0 < d <= n_docs and 0 < w <= n_words and 0.0 <= c <= top and c.is_integer():
                         entries += 1
                         yield d - 1, (w - 1, c)
                         continue

@@ -179,6 +179,12 @@ class TrainingCheckpoints:
         not a checkpoint) is a :class:`ModelPathError` naming the directory."""
         try:
             return self._restore(mode, executor)
+        except ModelPathError as e:  # a file of it cannot be read, or is not what it should be
+            raise type(e)(
+                f"The checkpoint in {self.params.checkpoint_dir!r} cannot be read: {e} "
+                f"Delete that directory to train from the start, or name another "
+                f"checkpoint directory."
+            ) from e
         except SparkLDAError:
             raise
         except Exception as e:

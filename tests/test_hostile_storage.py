@@ -203,6 +203,34 @@ def test_spark_readers_read_a_literal_file_through_literal_path(spark, tmp_path)
     assert [r.value for r in spark.read.text(literal_path(p)).collect()] == ["a", "b"]
 
 
+def test_corpus_readers_read_paths_with_glob_characters_literally(spark, tmp_path):
+    """read_uci (docword and vocabulary) and the text/JSON readers read the file or
+    directory a path with ``[ ] { } ,`` names (before: a Java traceback, or the files
+    the pattern matched); a pattern that names no file still globs."""
+    from sparklda.corpus import load_text_dataframe, read_uci
+
+    good, wrong = tmp_path / "corpus [2024]", tmp_path / "corpus 2"
+    for d, body, words in ((good, "1 1 2\n1 2 1\n2 3 4\n", "a\nb\nc\n"), (wrong, "", "")):
+        d.mkdir()
+        (d / "docword,v2.txt").write_text(f"2\n3\n3\n{body}" if body else "junk\n")
+        (d / "vocab{1}.txt").write_text(words or "junk\n")
+        (d / "texts").mkdir()
+        (d / "texts" / "part-0.json").write_text(
+            '{"text": "hello world"}\n' if body else '{"text": "wrong"}\n'
+        )
+    src = read_uci(spark, str(good / "docword,v2.txt"), str(good / "vocab{1}.txt"))
+    assert src.vocab == ["a", "b", "c"]
+    assert sorted((int(d), list(t), list(c)) for d, t, c in src.rdd.collect()) == [
+        (0, [0, 1], [2.0, 1.0]),
+        (1, [2], [4.0]),
+    ]
+    df = load_text_dataframe(spark, str(good / "texts"), "json")
+    assert [r.text for r in df.collect()] == ["hello world"]
+    # a pattern (no file has its name) still matches the files it names
+    pattern = str(tmp_path / "corpus *" / "texts")
+    assert df.count() == 1 and load_text_dataframe(spark, pattern, "json").count() == 2
+
+
 def test_an_unknown_scheme_names_the_path_and_the_scheme(spark):
     """Before: the last line of a Java stack (UnsupportedFileSystemException)."""
     with pytest.raises(ModelPathError, match=r"'foo://bucket/model'.*scheme 'foo'"):

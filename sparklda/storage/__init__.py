@@ -23,6 +23,7 @@ from .files import (
     is_connect,
     literal_path,
     parse_json,
+    reader_path,
     unknown_scheme_error,
 )
 from .frames import checkpoint_frame, persist_frame, release_frame
@@ -43,6 +44,7 @@ __all__ = [
     "literal_path",
     "parse_json",
     "persist_frame",
+    "reader_path",
     "recover_output",
     "release_frame",
     "split_state",

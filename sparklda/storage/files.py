@@ -58,6 +58,22 @@ def literal_path(path: str) -> str:
     return "".join("{\\,}" if c == "," else "\\" + c if c in "\\[]{}*?" else c for c in path)
 
 
+def reader_path(spark, path: str) -> str:
+    """What to hand Spark's readers for a user's input ``path``: the path read literally
+    (:func:`literal_path`) when a file or directory of exactly that name exists, so
+    ``corpus [2024]/`` or ``docword,v2.txt`` read what they name; otherwise ``path`` as
+    given, so a glob pattern (``parts/*.json``) still matches its files. A path without
+    glob characters is returned unchanged, with no file-system call."""
+    path = str(path)
+    if not _GLOB_CHARS.search(path):
+        return path
+    try:
+        exists = SparkFiles(spark).exists(path)
+    except Exception:  # a scheme Spark cannot reach: the reader names it
+        exists = False
+    return literal_path(path) if exists else path
+
+
 def active_session(spark=None):
     """``spark``, or the active session (classic or Connect); an error names what is missing."""
     if spark is not None:

@@ -8,6 +8,7 @@ import zlib
 
 from ...errors import CorpusError, executor_errors
 from ...io import check_encoding, is_sample, resolve_sample
+from ...storage import reader_path
 
 __all__ = ["decode_text", "gunzip", "read_local_bytes", "read_vocab", "sample_lines", "text_lines"]
 
@@ -68,7 +69,12 @@ def read_vocab(path, spark=None, encoding: str | None = None) -> list[str]:
         data = read_local_bytes(resolve_sample(name), what)
     else:
         with executor_errors(what):
-            rows = spark.read.format("binaryFile").load(name).select("path", "content").collect()
+            rows = (
+                spark.read.format("binaryFile")
+                .load(reader_path(spark, name))
+                .select("path", "content")
+                .collect()
+            )
         data = b"".join(bytes(r["content"]) for r in sorted(rows, key=lambda r: r["path"]))
         if name.endswith(".gz"):
             data = gunzip(data, what)

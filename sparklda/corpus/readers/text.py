@@ -8,6 +8,7 @@ import re
 from ...errors import CorpusError, executor_errors
 from ...io import SPARK_CHARSETS, check_encoding
 from ...params import Constraint, check_param
+from ...storage import reader_path
 from ..source import DocSource
 from .vectors import from_vectors
 
@@ -41,7 +42,7 @@ def load_text_dataframe(
     if fmt == "json":
         return _read_json_lines(spark, path, encoding)
     if fmt == "parquet":
-        return spark.read.parquet(path)
+        return spark.read.parquet(reader_path(spark, path))
     return _read_text_lines(spark, path, text_col, encoding)
 
 
@@ -52,7 +53,7 @@ def _read_json_lines(spark, path: str, encoding: str):
     what = f"JSON lines file(s) {path!r}"
     try:
         with executor_errors(what):
-            return reader.json(path)
+            return reader.json(reader_path(spark, path))
     except CorpusError:
         raise
     except Exception as e:
@@ -92,7 +93,7 @@ def _read_text_lines(spark, path: str, text_col: str, encoding: str):
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
-    raw = spark.read.text(path)
+    raw = spark.read.text(reader_path(spark, path))
     value, file = F.col("value"), raw["_metadata.file_path"]
     if encoding == "utf-8":
         valid = F.make_valid_utf8(value)

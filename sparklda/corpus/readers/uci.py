@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import CorpusError, executor_errors
 from ...io import check_encoding, is_sample, resolve_sample
 from ...limits import MAX_COUNT
-from ...storage import persist_frame, release_frame
+from ...storage import persist_frame, reader_path, release_frame
 from ..arrow import DOCS_SCHEMA, docs_to_batch
 from ..source import DocSource
 from .files import decode_text, read_local_bytes, read_vocab, sample_lines, text_lines
@@ -183,7 +183,7 @@ def read_uci(
         if is_sample(path):
             lines = sample_lines(sc, path, min_partitions)
         else:
-            lines = sc.textFile(path, minPartitions=min_partitions)
+            lines = sc.textFile(reader_path(spark, path), minPartitions=min_partitions)
         n_parts = max(sc.defaultParallelism, min_partitions or 1)
         return (
             lines.mapPartitionsWithIndex(_uci_parser(n_docs, n_words))
@@ -211,7 +211,7 @@ def _uci_header(spark, path: str, what: str) -> list[str]:
         return text_lines(decode_text(data, "utf-8", f"Sample file {path!r}"))[:3]
     try:
         with executor_errors(what):
-            return [r[0] for r in spark.read.text(path).head(3)]
+            return [r[0] for r in spark.read.text(reader_path(spark, path)).head(3)]
     except CorpusError as e:
         # Spark's text source names the file it failed on ("File 'file:/...'"): named
         # here as the rest of read_uci names it
@@ -231,7 +231,7 @@ def _uci_line_frame(spark, path: str, min_partitions: int | None):
         # header would be skipped in every slice (docs/architecture.md, "Spark Connect path")
         frame = spark.createDataFrame([(line,) for line in lines], "value string").coalesce(1)
     else:
-        frame = spark.read.text(path)
+        frame = spark.read.text(reader_path(spark, path))
     return frame
 
 

@@ -58,7 +58,7 @@ class Corpus:
     def slice_terms(self, s: int) -> np.ndarray | None:
         """The sorted distinct term ids (int32) of slice ``s``'s documents, or None when
         the corpus does not know them. A round ships the state's rows of these terms
-        only (docs/architecture.md, "The round value")."""
+        only (docs/architecture.md, "The round")."""
         if self.slice_bitmaps is None:
             return None
         return bitmap_terms(self.slice_bitmaps[s], self.vocab_size)

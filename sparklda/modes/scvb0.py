@@ -33,7 +33,7 @@ from .seeds import add_seed_rows
 #: the paper's schedule, so an initial N^Φ as heavy as the whole corpus (C) outweighs
 #: the data for several passes of a small corpus. A tenth of C still breaks the
 #: symmetry between topics and lets the first rounds' statistics dominate (the
-#: measurements behind the choice are in README.md, "Step size").
+#: measurements behind the choice: docs/benchmarks.md, "Step size and SCVB0's start").
 INIT_MASS = 0.1
 
 

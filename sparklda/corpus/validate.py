@@ -83,24 +83,13 @@ def check_counts(source: DocSource, stats: dict) -> dict:
     (``stats``, :func:`_check_partition` summaries merged); the counts otherwise."""
     what = source.what
     p = stats["problems"]
-    if "non-finite" in p:
-        d, v = p["non-finite"]
-        raise CorpusError(
-            f"{what} has a non-finite term count ({v}) in document {d}; counts "
-            f"must be finite non-negative integers."
-        )
-    if "negative" in p:
-        d, v = p["negative"]
-        raise CorpusError(
-            f"{what} has a negative term count ({v}) in document {d}; counts must "
-            f"be finite non-negative integers."
-        )
-    if "non-integer" in p:
-        d, v = p["non-integer"]
-        raise CorpusError(
-            f"{what} has a non-integer term count ({v}) in document {d}; counts "
-            f"must be finite non-negative integers."
-        )
+    for kind in ("non-finite", "negative", "non-integer"):
+        if kind in p:
+            d, v = p[kind]
+            raise CorpusError(
+                f"{what} has a {kind} term count ({v}) in document {d}; counts must be "
+                f"finite non-negative integers."
+            )
     if "term" in p:
         d, v = p["term"]
         shown = v + 1 if "UCI" in what else v

@@ -10,7 +10,7 @@ from ...io import SPARK_CHARSETS, check_encoding
 from ...params import Constraint, check_param
 from ...storage import reader_path
 from ..source import DocSource
-from .vectors import from_vectors
+from .vectors import check_column, from_vectors
 
 __all__ = ["from_text", "load_text_dataframe"]
 
@@ -154,15 +154,7 @@ def from_text(
     from pyspark.ml.feature import CountVectorizer, RegexTokenizer, StopWordsRemover
     from pyspark.sql.types import StringType
 
-    if text_col not in df.columns:
-        raise CorpusError(
-            f"Column {text_col!r} (textCol) does not exist; the DataFrame has columns {df.columns}."
-        )
-    if not isinstance(df.schema[text_col].dataType, StringType):
-        raise CorpusError(
-            f"Column {text_col!r} (textCol) must be a string column; got "
-            f"{df.schema[text_col].dataType.simpleString()}."
-        )
+    check_column(df, text_col, "textCol", StringType, "a string column")
     check_param(_VOCAB_SIZE, vocab_size, "from_text")
     tok = RegexTokenizer(
         inputCol=text_col,

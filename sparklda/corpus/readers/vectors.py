@@ -29,22 +29,30 @@ __all__ = [
 ]
 
 
-def check_vector_column(df, col: str, param: str = "featuresCol"):
-    """Raise :class:`CorpusError` unless ``df[col]`` exists and holds Spark ML
-    vectors (term counts, as ``CountVectorizer`` produces)."""
-    from pyspark.ml.linalg import VectorUDT
-
+def check_column(df, col: str, param: str, kind: type, what: str) -> None:
+    """Raise :class:`CorpusError` unless ``df[col]`` exists and its type is a ``kind``
+    (``what`` names the type for the message)."""
     if col not in df.columns:
         raise CorpusError(
             f"Column {col!r} ({param}) does not exist; the DataFrame has columns {df.columns}."
         )
     dtype = df.schema[col].dataType
-    if not isinstance(dtype, VectorUDT):
-        raise CorpusError(
-            f"Column {col!r} ({param}) must be of type "
-            f"pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer "
-            f"produces); got {dtype.simpleString()}."
-        )
+    if not isinstance(dtype, kind):
+        raise CorpusError(f"Column {col!r} ({param}) must be {what}; got {dtype.simpleString()}.")
+
+
+def check_vector_column(df, col: str, param: str = "featuresCol"):
+    """Raise :class:`CorpusError` unless ``df[col]`` exists and holds Spark ML
+    vectors (term counts, as ``CountVectorizer`` produces)."""
+    from pyspark.ml.linalg import VectorUDT
+
+    check_column(
+        df,
+        col,
+        param,
+        VectorUDT,
+        "of type pyspark.ml.linalg.VectorUDT (term counts, as CountVectorizer produces)",
+    )
 
 
 def declared_size(df, col: str) -> int | None:
@@ -123,15 +131,7 @@ def from_vectors(
 
     check_vector_column(df, features_col)
     if id_col is not None:
-        if id_col not in df.columns:
-            raise CorpusError(
-                f"Column {id_col!r} (idCol) does not exist; the DataFrame has columns {df.columns}."
-            )
-        if not isinstance(df.schema[id_col].dataType, IntegralType):
-            raise CorpusError(
-                f"Column {id_col!r} (idCol) must be an integer column; got "
-                f"{df.schema[id_col].dataType.simpleString()}."
-            )
+        check_column(df, id_col, "idCol", IntegralType, "an integer column")
     # the vectors' size: declared by the column (CountVectorizer's metadata), else the
     # vocabulary's, else the first vector's (a Spark job). Every vector's size is
     # checked against it when the corpus is validated.

@@ -164,6 +164,47 @@ def test_fit_refuses_a_model_too_big_before_building_the_corpus(spark):
         fit(source, TrainParams(k=10**13, passes=1))
 
 
+def _poisoned_features(spark):
+    """A ``features`` DataFrame whose one row raises when any Spark job reads it."""
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import StructField, StructType
+
+    def poison(_):
+        raise RuntimeError("the DataFrame was read")
+
+    schema = StructType([StructField("features", VectorUDT())])
+    rows = spark.sparkContext.parallelize([0], 1).map(poison)
+    return spark.createDataFrame(rows, schema), Vectors
+
+
+@pytest.mark.parametrize(
+    "value,needle",
+    [
+        ([-1.0, 0.5, 0.5], r"Got \[-1\.0, 0\.5, 0\.5\] instead"),
+        ([0.5, 0.5], r"Got \[0\.5, 0\.5\] instead"),
+    ],
+    ids=["negative-entry", "wrong-length"],
+)
+def test_docConcentration_is_refused_at_fit_before_any_spark_job(spark, value, needle):
+    """``LDA(docConcentration=...)`` is accepted at construction (fit(df, params) copies
+    the estimator, so Params are checked at fit) and refused at the top of ``fit``, with
+    the parameter, its range and the value, before a Spark job reads the DataFrame."""
+    from sparklda import LDA
+    from tests.helpers import no_spark_job
+
+    df, _ = _poisoned_features(spark)
+    lda = LDA(k=3, maxIter=1, docConcentration=value)  # construction accepts it
+    message = r"'docConcentration' parameter of LDA must be a float in the range \(0, 10000\]"
+    message += r", or a list of 1 or k=3 such floats.*" + needle
+    with no_spark_job(spark), pytest.raises(ParamError, match=message):
+        lda.fit(df)
+    plain = LDA(k=3, maxIter=1)
+    with no_spark_job(spark), pytest.raises(ParamError, match=message):
+        plain.fit(df, {plain.docConcentration: value})
+    with pytest.raises(Exception, match="the DataFrame was read"):
+        df.count()  # the poison works: a job that read the DataFrame would have failed
+
+
 # --------------------------------------------------------------------------
 # Outputs and checkpoints that would overwrite each other
 

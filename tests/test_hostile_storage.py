@@ -231,6 +231,95 @@ def test_corpus_readers_read_paths_with_glob_characters_literally(spark, tmp_pat
     assert df.count() == 1 and load_text_dataframe(spark, pattern, "json").count() == 2
 
 
+GLOB_DIRS = ["models [v2]", "runs {2024},v2"]
+
+
+def _fitted_pipeline(value: float):
+    from pyspark.ml import PipelineModel
+    from pyspark.ml.feature import CountVectorizerModel
+
+    from sparklda import LDAModel
+
+    vocab = [f"w{i}" for i in range(7)]
+    cv = CountVectorizerModel.from_vocabulary(vocab, inputCol="words", outputCol="features")
+    return PipelineModel([cv, LDAModel(small_model(value))])
+
+
+@pytest.mark.parametrize("name", GLOB_DIRS)
+def test_pipeline_model_saves_and_loads_at_a_path_with_glob_characters(spark, tmp_path, name):
+    """Before: the save reported success and ``PipelineModel.load`` raised Spark's
+    ``PATH_NOT_FOUND`` for ``<version>/metadata`` (pyspark's reader globs)."""
+    from pyspark.ml import PipelineModel
+
+    from sparklda import LDAModel
+    from sparklda.ml import load_topic_model
+
+    (tmp_path / "models v").mkdir()  # what the pattern [v2] would match instead
+    path = str(tmp_path / name / "pipe")
+    pm = _fitted_pipeline(1.0)
+    pm.write().save(path)
+    back = PipelineModel.load(path)
+    assert back.uid == pm.uid
+    assert [type(s).__name__ for s in back.stages] == ["CountVectorizerModel", "LDAModel"]
+    assert back.stages[0].vocabulary == pm.stages[0].vocabulary
+    assert isinstance(back.stages[1], LDAModel)
+    assert float(back.stages[1].topicModel.topic_word[0, 0]) == 1.0
+    assert float(load_topic_model(path).topic_word[0, 0]) == 1.0
+    _fitted_pipeline(2.0).write().overwrite().save(path)
+    assert float(PipelineModel.load(path).stages[1].topicModel.topic_word[0, 0]) == 2.0
+
+
+def test_unfitted_pipeline_saves_and_loads_at_a_path_with_glob_characters(spark, tmp_path):
+    """Before: ``Pipeline.load`` raised Spark's ``PATH_NOT_FOUND`` (as above)."""
+    from pyspark.ml import Pipeline
+    from pyspark.ml.feature import CountVectorizer
+
+    from sparklda import LDA
+
+    path = str(tmp_path / "pipes [v2]" / "a,b" / "pipe")
+    lda = LDA(k=3, maxIter=4, initialModel=_fitted_pipeline(3.0).stages[1])
+    pipe = Pipeline(stages=[CountVectorizer(inputCol="words", outputCol="features"), lda])
+    pipe.save(path)
+    stages = Pipeline.load(path).getStages()
+    assert [type(s).__name__ for s in stages] == ["CountVectorizer", "LDA"]
+    assert stages[0].getInputCol() == "words"
+    assert (stages[1].uid, stages[1].getK(), stages[1].getMaxIter()) == (lda.uid, 3, 4)
+    assert float(stages[1].getInitialModel().topicModel.topic_word[0, 0]) == 3.0
+
+
+def test_lda_model_and_lda_save_and_load_at_a_path_with_glob_characters(spark, tmp_path):
+    """``LDAModel.load`` / ``LDA.load`` (sparklda's committed layout) at such paths."""
+    from sparklda import LDA
+
+    m = _fitted_pipeline(4.0).stages[1]
+    path = str(tmp_path / "models [v2]" / "lda,{1}")
+    m.save(path)
+    assert float(type(m).load(path).topicModel.topic_word[0, 0]) == 4.0
+    LDA(k=3, initialModel=m).save(path + "-est")
+    init = LDA.load(path + "-est").getInitialModel()
+    assert init.uid == m.uid and float(init.topicModel.topic_word[0, 0]) == 4.0
+
+
+def test_pyspark_reader_without_sparklda_loads_the_pointer_at_a_literal_path(spark, tmp_path):
+    """A process that never imported sparklda uses pyspark's own reader, which globs: given
+    ``literal_path(path)`` it reaches the pointer stage with the escaped path, which loads
+    the committed pipeline (before: ``ModelPathError ... metadata does not exist``)."""
+    from pyspark.ml import PipelineModel
+    from pyspark.ml.pipeline import PipelineModelReader
+
+    from sparklda.storage import literal_path
+
+    path = str(tmp_path / "models [v2]" / "pipe")
+    _fitted_pipeline(5.0).write().save(path)
+    nested = PipelineModelReader(PipelineModel).load(literal_path(path))
+    assert len(nested.stages) == 1 and isinstance(nested.stages[0], PipelineModel)
+    assert [type(s).__name__ for s in nested.stages[0].stages] == [
+        "CountVectorizerModel",
+        "LDAModel",
+    ]
+    assert float(nested.stages[0].stages[1].topicModel.topic_word[0, 0]) == 5.0
+
+
 def test_an_unknown_scheme_names_the_path_and_the_scheme(spark):
     """Before: the last line of a Java stack (UnsupportedFileSystemException)."""
     with pytest.raises(ModelPathError, match=r"'foo://bucket/model'.*scheme 'foo'"):

@@ -20,8 +20,9 @@ and, when :mod:`sparklda.ml` is imported (``import sparklda.ml``,
 ``PipelineModel.write()`` of such pipelines and ``Pipeline.read()`` /
 ``PipelineModel.read()`` of such directories through it: the ordinary calls
 ``pm.write().overwrite().save(path)`` and ``PipelineModel.load(path)``
-then work as before and are crash-safe. Pipelines without a sparklda stage,
-and directories pyspark wrote, keep pyspark's writer and reader.
+then work as before and are crash-safe. Pipelines without a sparklda stage
+keep pyspark's writer; every pipeline directory, pyspark's layout included, is
+read by :func:`read_layout` (below).
 :func:`save_pipeline` and :func:`load_pipeline` are the same operations as
 plain functions.
 
@@ -30,24 +31,35 @@ sparklda reads the pointers: pyspark finds one stage whose class is
 :class:`CommittedPipelineStage`, which imports sparklda and loads the
 committed pipeline, so the result is a ``PipelineModel`` whose only stage is
 the saved ``PipelineModel`` (it transforms the same way).
+
+Paths are literal: a pipeline at ``models [v2]/pipe`` or ``a,b/pipe`` loads.
+pyspark's reader hands ``<dir>/metadata`` and each stage's directory to
+Spark's readers, which expand ``[ ] { } * ?`` as a Hadoop glob, so this module
+reads pyspark's layout itself (:func:`read_layout`: the metadata records with
+Hadoop's ``FileSystem``, each stage with its class's reader; a stage that is
+not sparklda's or a pipeline gets ``literal_path`` of its directory, since its
+reader is Spark's). A process without sparklda must hand pyspark's reader
+``literal_path(path)`` itself; the pointer stage resolves that escaped path
+back to the directory it names.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 from pyspark.ml.pipeline import (
     Pipeline,
     PipelineModel,
-    PipelineModelReader,
     PipelineModelWriter,
-    PipelineReader,
+    PipelineSharedReadWrite,
     PipelineWriter,
 )
-from pyspark.ml.util import MLReader, MLWriter
+from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 
 from .._version import __version__
-from ..storage import CommittedDir, SparkFiles, active_session
+from ..errors import ModelFormatError
+from ..storage import CommittedDir, SparkFiles, active_session, literal_path
 
 PIPELINE_KIND = "sparklda.Pipeline"
 PIPELINE_MODEL_KIND = "sparklda.PipelineModel"
@@ -56,9 +68,7 @@ _PYSPARK_CLASSES = ("pyspark.ml.pipeline.Pipeline", "pyspark.ml.pipeline.Pipelin
 
 _original = {
     "pipeline_write": Pipeline.write,
-    "pipeline_read": Pipeline.__dict__["read"].__func__,
     "model_write": PipelineModel.write,
-    "model_read": PipelineModel.__dict__["read"].__func__,
 }
 
 
@@ -168,19 +178,45 @@ def load_pipeline(path: str, spark=None):
     :func:`save_pipeline` (the newest committed version), or a directory pyspark wrote."""
     path = os.fspath(path)
     spark = active_session(spark)
-    for kind, reader in ((PIPELINE_MODEL_KIND, PipelineModelReader), (PIPELINE_KIND, None)):
-        target = CommittedDir(path, kind, spark)
-        latest = target.latest()
-        if latest is None:
-            continue
-        base = latest.path(target.root)
-        if reader is None:
-            return PipelineReader(Pipeline).session(spark).load(base)
-        return PipelineModelReader(PipelineModel).session(spark).load(base)
-    meta = SparkFiles(spark).read_json(f"{path.rstrip('/')}/metadata")
-    if meta.get("class") == "pyspark.ml.pipeline.Pipeline":
-        return PipelineReader(Pipeline).session(spark).load(path)
-    return PipelineModelReader(PipelineModel).session(spark).load(path)
+    base = committed_pipeline_path(path, spark)
+    return read_layout(path if base is None else base, spark)
+
+
+def read_layout(path: str, spark, cls=None):
+    """The ``Pipeline`` or ``PipelineModel`` in pyspark's layout at ``path``
+    (``metadata`` and ``stages/<i>_<uid>``), read as pyspark's reader does but taking
+    ``path`` literally (see the module docstring). ``cls`` is the class to build, by
+    default the one the metadata names."""
+    files = SparkFiles(spark)
+    meta = files.read_json(f"{path.rstrip('/')}/metadata")
+    try:
+        uid, stage_uids = meta["uid"], list(meta["paramMap"]["stageUids"])
+    except (KeyError, TypeError):
+        raise ModelFormatError(
+            f"The pipeline at {path!r} is damaged: its metadata has no 'uid' or no "
+            f"'paramMap.stageUids'."
+        ) from None
+    stages_dir = f"{path.rstrip('/')}/stages"
+    stages = [
+        _read_stage(PipelineSharedReadWrite.getStagePath(s, i, len(stage_uids), stages_dir), files)
+        for i, s in enumerate(stage_uids)
+    ]
+    if cls is None:
+        cls = Pipeline if meta.get("class") == _PYSPARK_CLASSES[0] else PipelineModel
+    return cls(stages=stages)._resetUid(uid)
+
+
+def _read_stage(path: str, files: SparkFiles):
+    """One stage of a pipeline, as ``DefaultParamsReader.loadParamsInstance`` reads it:
+    sparklda's readers and the pipeline readers (this module's) take ``path`` literally,
+    any other reader is Spark's and is given ``literal_path(path)``."""
+    meta = files.read_json(f"{path}/metadata")
+    name = str(meta.get("class", ""))
+    if not DefaultParamsReader.isPythonParamsInstance(meta):
+        name = name.replace("org.apache.spark", "pyspark")
+    py_type = DefaultParamsReader._DefaultParamsReader__get_class(name)  # type: ignore[attr-defined]
+    literal = name.startswith("sparklda.") or issubclass(py_type, (Pipeline, PipelineModel))
+    return py_type.load(path if literal else literal_path(path))
 
 
 class CommittedPipelineWriter(MLWriter):
@@ -202,21 +238,19 @@ class CommittedPipelineWriter(MLWriter):
 
 class CommittedPipelineReader(MLReader):
     """What ``read()`` of ``Pipeline``/``PipelineModel`` returns once sparklda is imported:
-    a committed directory is read by :func:`load_pipeline`, anything else by pyspark."""
+    the newest version of a committed directory, or pyspark's layout at ``path``, read by
+    :func:`read_layout` as a ``cls`` (as pyspark's reader would)."""
 
-    def __init__(self, cls, original):
+    def __init__(self, cls):
         super().__init__()
         self.cls = cls
-        self.original = original
 
     def load(self, path: str):
         spark = self.sparkSession
-        if committed_pipeline_path(path, spark) is not None:
-            return load_pipeline(path, spark)
-        reader = self.original(self.cls)
-        if self._sparkSession is not None:
-            reader.session(self._sparkSession)
-        return reader.load(path)
+        base = committed_pipeline_path(path, spark)
+        if base is not None:
+            return read_layout(base, spark)
+        return read_layout(path, spark, self.cls)
 
     @property
     def sparkSession(self):
@@ -227,12 +261,21 @@ class CommittedPipelineReader(MLReader):
 
 class CommittedPipelineStage:
     """The stage pyspark's ``PipelineModel.load`` finds in the pointer of a committed
-    pipeline when sparklda was not imported: loads the committed pipeline two levels up."""
+    pipeline when sparklda was not imported: loads the committed pipeline two levels up.
+    pyspark's reader reaches it only through ``literal_path`` of a path with glob
+    characters, so an escaped path that names nothing is read as the path it escapes."""
 
     @classmethod
     def load(cls, path: str):
         root = os.fspath(path).rstrip("/").rsplit("/", 2)[0]
+        if committed_pipeline_path(root) is None and _unescaped(root) != root:
+            root = _unescaped(root)
         return load_pipeline(root)
+
+
+def _unescaped(path: str) -> str:
+    """The path :func:`~sparklda.storage.literal_path` escaped to ``path``."""
+    return re.sub(r"\\(.)", r"\1", path.replace("{\\,}", ","))
 
 
 def _model_write(self):
@@ -248,11 +291,11 @@ def _pipeline_write(self):
 
 
 def _model_read(cls):
-    return CommittedPipelineReader(cls, _original["model_read"])
+    return CommittedPipelineReader(cls)
 
 
 def _pipeline_read(cls):
-    return CommittedPipelineReader(cls, _original["pipeline_read"])
+    return CommittedPipelineReader(cls)
 
 
 def install() -> None:

@@ -315,14 +315,19 @@ def test_unavailable_algorithm_is_named(spark, counted, monkeypatch):
     from sparklda import LDA
     from sparklda.modes import MODES
 
-    monkeypatch.delitem(MODES, "scvb0")
-    with (
-        no_spark_job(spark),
-        pytest.raises(
-            ValueError, match="The 'scvb0' algorithm is not available in this installation"
-        ),
-    ):
-        LDA().fit(counted[1])
+    registry = dict(MODES)  # restored in its order (delitem's undo would append scvb0)
+    del MODES["scvb0"]
+    try:
+        with (
+            no_spark_job(spark),
+            pytest.raises(
+                ValueError, match="The 'scvb0' algorithm is not available in this installation"
+            ),
+        ):
+            LDA().fit(counted[1])
+    finally:
+        MODES.clear()
+        MODES.update(registry)
 
 
 def test_data_checks_before_any_job(spark, counted, fitted, words_df):

@@ -81,6 +81,9 @@ QUIET_TASK_FAILURES = {
     "org.apache.spark.scheduler.TaskSchedulerImpl": "off",
     "org.apache.spark.api.python.PythonRunner": "off",
     "org.apache.spark.sql.execution.datasources.FileFormatWriter": "off",
+    # "Error in TaskCompletionListener ... Block broadcast_N does not exist": a task still
+    # running when the failed job's broadcasts were released
+    "org.apache.spark.TaskContextImpl": "off",
     # "Putting block ... failed due to exception ...", with the task's Python traceback
     "org.apache.spark.storage.BlockManager": "error",
 }

@@ -46,11 +46,11 @@ SAMPLE = "sample:kos"
 
 
 def compared_modes() -> dict[str, dict]:
-    """Name shown -> TrainParams overrides, every other parameter at its default: each
-    mode of the registry (:data:`sparklda.modes.MODES`), then its variants."""
-    out: dict[str, dict] = {}
+    """Name shown -> TrainParams overrides, every other parameter at its default: the
+    modes of the registry (:data:`sparklda.modes.MODES`) in its order, then their
+    variants."""
+    out: dict[str, dict] = {name: {"algorithm": name} for name in REGISTRY}
     for name, mode in REGISTRY.items():
-        out[name] = {"algorithm": name}
         for variant, overrides in mode.variants.items():
             out[variant] = {"algorithm": name, **overrides}
     return out

@@ -116,8 +116,10 @@ def test_map_priors_default_to_mllibs_em_defaults():
     # the other algorithms keep theirs, and a given prior wins
     assert (TrainParams().alpha, TrainParams().eta) == (0.1, 0.01)
     assert validate_params({"algorithm": "map", "alpha": 2.0}).alpha == 2.0
-    # -1, pyspark's "default", selects the algorithm's
-    assert TrainParams(algorithm="map", k=5, alpha=-1, eta=-1).alpha == 11.0
+    assert TrainParams(algorithm="map", k=5).alpha == 11.0
+    # a -1 given is refused as before (only pyspark's Params read -1 as "the default")
+    with pytest.raises(ParamError, match="'alpha' parameter of LDA must be a float in the range"):
+        TrainParams(algorithm="map", alpha=-1).validate()
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,19 @@ DEFAULT_ALPHA = 0.1
 DEFAULT_ETA = 0.01
 #: Upper end of the documented range of α and η.
 MAX_PRIOR = 1e4
-#: α or η given as this (or left unset): the algorithm's default (:func:`default_alpha`,
-#: :func:`default_eta`), as pyspark's -1 for docConcentration and topicConcentration.
-AUTO_PRIOR = -1.0
+
+
+class _Unset(float):
+    """The type of :data:`AUTO_PRIOR` (a float, so the fields keep their type)."""
+
+    def __repr__(self) -> str:
+        return "AUTO_PRIOR"
+
+
+#: α or η left unset: the algorithm's default (:func:`default_alpha`, :func:`default_eta`),
+#: told apart by identity (``value is AUTO_PRIOR``), so a -1 given is still refused; the
+#: ``pyspark.ml`` layer maps its -1 for docConcentration and topicConcentration here.
+AUTO_PRIOR: float = _Unset(-1.0)
 #: The algorithms whose α and η must exceed 1: MAP estimation, whose estimates take α − 1
 #: and η − 1 as pseudo-counts (the modes of the Dirichlet posteriors).
 ABOVE_ONE_ALGORITHMS = ("map",)

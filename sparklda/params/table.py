@@ -177,7 +177,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         MAX_PRIOR,
         low_open=True,
         doc="α, the symmetric document-topic Dirichlet prior (the start of a learned α); "
-        "unset or -1: 0.1, and 50/k + 1 for 'map', whose α must exceed 1.",
+        "unset: 0.1, and 50/k + 1 for 'map', whose α must exceed 1.",
     ),
     Constraint(
         "eta",
@@ -185,8 +185,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         0,
         MAX_PRIOR,
         low_open=True,
-        doc="η, the topic-word Dirichlet prior (the start of a learned η); unset or -1: "
-        "0.01, and 1.1 for 'map', whose η must exceed 1.",
+        doc="η, the topic-word Dirichlet prior (the start of a learned η); unset: 0.01, "
+        "and 1.1 for 'map', whose η must exceed 1.",
     ),
     Constraint(
         "passes",

@@ -92,7 +92,7 @@ class TrainParams:
     patience: int = 1
 
     def __post_init__(self) -> None:
-        # α and η left unset (or AUTO_PRIOR, -1): the algorithm's defaults
+        # α and η left unset (AUTO_PRIOR): the algorithm's defaults
         resolved = _resolve_priors(
             {"algorithm": self.algorithm, "k": self.k, "alpha": self.alpha, "eta": self.eta}
         )
@@ -166,7 +166,7 @@ def _refuse_unknown(mapping: Mapping[str, Any], owner: str) -> None:
 
 
 def _resolve_priors(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with α and η given as :data:`AUTO_PRIOR` (-1) replaced by the
+    """``values`` with α and η left at :data:`AUTO_PRIOR` (unset) replaced by the
     algorithm's defaults (:func:`default_alpha`, :func:`default_eta`); α stays -1 while
     ``k`` is not a valid int (its own check reports that first)."""
     algorithm, k = values["algorithm"], values["k"]
@@ -178,7 +178,7 @@ def _resolve_priors(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _is_auto(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == AUTO_PRIOR
+    return value is AUTO_PRIOR
 
 
 def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:

@@ -51,8 +51,10 @@ def _cvb_sweep(
     second_order,
     var_phi=None,
     var_z=None,
+    include_token=False,
 ):
-    """One sweep of Eq. 3 (CVB0) or Eq. 18 (CVB), clumped, γ updated pair by pair.
+    """One sweep of Eq. 3 (CVB0) or Eq. 18 (CVB), clumped, γ updated pair by pair
+    (with ``include_token``, the pair's own share stays in the counts: MAP-EM).
 
     The statistics a pair p = (j, u) sees are, by definition of the
     approximate distributed scheme, the broadcast values minus this block's
@@ -76,6 +78,9 @@ def _cvb_sweep(
     def mean(q, k, gg):
         return m[q] * gg[q][k]
 
+    def others(q, p):  # the pairs whose share counts: all but p's own, unless included
+        return include_token or q != p
+
     def var(q, k, gg):
         return m[q] * gg[q][k] * (1.0 - gg[q][k])
 
@@ -86,16 +91,16 @@ def _cvb_sweep(
             same_term = [q for q in range(n_pairs) if int(local[q]) == u]
             weights = []
             for k in range(n_topics):
-                n_theta = sum(mean(q, k, g) for q in doc if q != p)
+                n_theta = sum(mean(q, k, g) for q in doc if others(q, p))
                 n_phi = (
                     float(nphi[u, k])
                     - sum(mean(q, k, g0) for q in same_term)
-                    + sum(mean(q, k, g) for q in same_term if q != p)
+                    + sum(mean(q, k, g) for q in same_term if others(q, p))
                 )
                 n_z = (
                     float(nz[k])
                     - sum(mean(q, k, g0) for q in range(n_pairs))
-                    + sum(mean(q, k, g) for q in range(n_pairs) if q != p)
+                    + sum(mean(q, k, g) for q in range(n_pairs) if others(q, p))
                 )
                 n_theta, n_phi, n_z = max(n_theta, 0.0), max(n_phi, 0.0), max(n_z, 0.0)
                 # Eq. 3 / first line of Eq. 18
@@ -150,6 +155,30 @@ def cvb0_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta):
     """
     new_gamma, d_nphi, d_nz, _, _ = _cvb_sweep(
         indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta, False
+    )
+    return new_gamma, d_nphi, d_nz
+
+
+def map_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, vocab_size):
+    """MAP-EM sweep (Asuncion et al. 2009, MAP row of Table 1; Foulds et al. 2013,
+    Appendix A): γ_pk ∝ (N^Φ_uk + η − 1) / (N^Z_k + W(η − 1)) · (N^Θ_jk + α − 1), the
+    counts INCLUDING the pair's own m·γ_p (no "−ij"), pairs in storage order; ``alpha``
+    and ``eta`` are the priors as given (> 1), W = ``vocab_size``. Does not modify
+    ``gamma``; returns ``(new_gamma, delta_nphi, delta_nz)``.
+    """
+    alphas = [a - 1.0 for a in alpha_list(alpha, gamma.shape[1])]
+    new_gamma, d_nphi, d_nz, _, _ = _cvb_sweep(
+        indptr,
+        local,
+        counts,
+        gamma,
+        nphi,
+        nz,
+        np.array(alphas),
+        eta - 1.0,
+        vocab_size * (eta - 1.0),
+        False,
+        include_token=True,
     )
     return new_gamma, d_nphi, d_nz
 

@@ -271,13 +271,14 @@ BAD_PARAMS = [
     (
         dict(topicConcentration=0.0),
         "The 'topicConcentration' parameter of LDA must be a float "
-        "in the range (0, 10000], or None or -1 for the default 0.01. "
+        "in the range (0, 10000], or None or -1 for the algorithm's default (0.01; "
+        "'map': 1.1). "
         "Got 0.0 instead.",
     ),
     (
         dict(optimizer="gibbs"),
         "The 'optimizer' parameter of LDA must be one of ['em', 'online', "
-        "'scvb0', 'cvb0', 'cvb', 'svb']. Got 'gibbs' instead.",
+        "'scvb0', 'cvb0', 'cvb', 'svb', 'map']. Got 'gibbs' instead.",
     ),
     (dict(algorithm="lsa"), "The 'algorithm' parameter of LDA must be one of"),
     (

@@ -58,6 +58,10 @@ SETTINGS = {
         learning_minibatch=0,  # one step per round
     ),
     "svb-batch": dict(algorithm="svb", batch=True, passes=10),
+    # MAP-EM: CVB0's settings, its priors above 1
+    "map": dict(
+        algorithm="map", alpha=1.1, eta=1.01, passes=25, minibatch_size=1000, checkpoint_interval=5
+    ),
 }
 
 

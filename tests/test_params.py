@@ -335,7 +335,7 @@ def test_step_params_map_per_algorithm_and_name_pyspark_params_in_first_step_err
     with pytest.raises(
         ParamError,
         match="^The 'optimizer' parameter of LDA must be one of "
-        r"\['em', 'online', 'scvb0', 'cvb0', 'cvb', 'svb'\]",
+        r"\['em', 'online', 'scvb0', 'cvb0', 'cvb', 'svb', 'map'\]",
     ):
         LDA(optimizer="lsa")._train_params()
 

@@ -26,6 +26,7 @@ SETTINGS = {
     "svb": {"algorithm": "svb", "minibatch_size": 40, "passes": 3, "learning_offset": 10.0},
     "cvb0": {"algorithm": "cvb0", "minibatch_size": 1000, "passes": 5},
     "cvb": {"algorithm": "cvb", "minibatch_size": 1000, "passes": 5},
+    "map": {"algorithm": "map", "minibatch_size": 1000, "passes": 5},  # α = 50/k + 1, η = 1.1
 }
 
 

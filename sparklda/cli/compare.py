@@ -2,10 +2,11 @@
 
 ``python -m sparklda compare`` (or ``spark-submit jobs/compare_modes.py``)
 trains every mode of the registry (:data:`sparklda.modes.MODES`: SCVB0, CVB0, CVB,
-SVB) and their variants (batch VB) on the UCI KOS corpus shipped
-in the package (``--data`` names another UCI folder) with K=50, α=0.1,
-η=0.01, the same 430 held-out documents (seed 0), minibatches of 1,000
-documents and 20 passes (SCVB0, SVB) or iterations (CVB0, CVB, batch VB),
+SVB, MAP) and their variants (batch VB) on the UCI KOS corpus shipped
+in the package (``--data`` names another UCI folder) with K=50, each mode's α and
+η (0.1 and 0.01; MAP: 50/k + 1 and 1.1) unless ``--alpha``/``--eta`` set them,
+the same 430 held-out documents (seed 0), minibatches of 1,000
+documents and 20 passes (SCVB0, SVB) or iterations (CVB0, CVB, MAP, batch VB),
 each mode otherwise at its defaults, in one Spark session (built as the other
 jobs build theirs: spark-submit's master, else ``--master``, else the
 config's ``[spark] master``, else ``local[2]``), and prints a table of the
@@ -33,7 +34,7 @@ from ..api import fit
 from ..corpus import read_uci
 from ..io import resolve_sample
 from ..modes import MODES as REGISTRY
-from ..params import TrainParams
+from ..params import AUTO_PRIOR, TrainParams
 from .config import ConfigError, check_config, load_config, parse_value
 from .job import apply_log_level, base_parser, error, print_config, setup_logging
 from .session import build_session
@@ -45,11 +46,11 @@ SAMPLE = "sample:kos"
 
 
 def compared_modes() -> dict[str, dict]:
-    """Name shown -> TrainParams overrides, every other parameter at its default: each
-    mode of the registry (:data:`sparklda.modes.MODES`), then its variants."""
-    out: dict[str, dict] = {}
+    """Name shown -> TrainParams overrides, every other parameter at its default: the
+    modes of the registry (:data:`sparklda.modes.MODES`) in its order, then their
+    variants."""
+    out: dict[str, dict] = {name: {"algorithm": name} for name in REGISTRY}
     for name, mode in REGISTRY.items():
-        out[name] = {"algorithm": name}
         for variant, overrides in mode.variants.items():
             out[variant] = {"algorithm": name, **overrides}
     return out
@@ -68,13 +69,15 @@ def parser(prog: str | None = None):
     )
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, from {list(MODES)}")
     p.add_argument("--k", type=int, default=50)
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--eta", type=float, default=0.01)
+    p.add_argument(
+        "--alpha", type=float, default=None, help="default: each mode's (0.1; map: 50/k + 1)"
+    )
+    p.add_argument("--eta", type=float, default=None, help="default: each mode's (0.01; map: 1.1)")
     p.add_argument(
         "--passes",
         type=int,
         default=20,
-        help="passes (SCVB0, SVB) or iterations (CVB0, CVB, batch VB)",
+        help="passes (SCVB0, SVB) or iterations (CVB0, CVB, MAP, batch VB)",
     )
     p.add_argument(
         "--minibatch-size",
@@ -126,8 +129,8 @@ def plan(args) -> list[tuple[str, TrainParams]]:
         extra[key.strip()] = parse_value(value.strip())
     base = {
         "k": args.k,
-        "alpha": args.alpha,
-        "eta": args.eta,
+        "alpha": AUTO_PRIOR if args.alpha is None else args.alpha,
+        "eta": AUTO_PRIOR if args.eta is None else args.eta,
         "passes": args.passes,
         "minibatch_size": args.minibatch_size,
         "heldout_count": args.heldout_count,
@@ -136,6 +139,10 @@ def plan(args) -> list[tuple[str, TrainParams]]:
     return [
         (name, TrainParams.from_dict({**base, **MODES[name], **extra}).validate()) for name in names
     ]
+
+
+def _prior(value: float | None) -> str:
+    return "each mode's default" if value is None else str(value)
 
 
 def run(spark, args, modes=None) -> list[dict]:
@@ -226,7 +233,7 @@ def main(argv=None, prog: str | None = None) -> int:
     )
     heldout = rows[0]["heldout_documents"] if rows else 0
     print(
-        f"\n{command}\nK={args.k}, alpha={args.alpha}, eta={args.eta}, "
+        f"\n{command}\nK={args.k}, alpha={_prior(args.alpha)}, eta={_prior(args.eta)}, "
         f"minibatch {args.minibatch_size}, "
         f"{heldout or 'no'} held-out documents, seed {args.seed}, master {master}\n"
     )

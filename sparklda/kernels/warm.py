@@ -72,6 +72,7 @@ def _cvb(dtype: np.dtype[Any]) -> None:
     cvb0_block(*args, nz, 0.1, 0.01, 0.02)  # CVB0
     var_phi, var_z = np.zeros((2, _K), dtype=dtype), np.zeros(_K, dtype=dtype)
     cvb0_block(*args, nz, 0.1, 0.01, 0.02, True, var_phi, var_z)  # CVB
+    cvb0_block(*args, nz, 0.1, 0.01, 0.02, include_token=True)  # MAP-EM: the same compiled code
 
 
 def _svb(dtype: np.dtype[Any]) -> None:

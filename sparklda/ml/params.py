@@ -29,9 +29,11 @@ from ..model import TopicModel
 from ..modes import MODES
 from ..params import (
     ALGORITHMS,
+    AUTO_PRIOR,
     BY_NAME,
     DEFAULT_ALPHA,
     DEFAULT_ETA,
+    MAP_ETA,
     MAX_PRIOR,
     Constraint,
     TrainParams,
@@ -123,7 +125,7 @@ TOPIC_CONCENTRATION = replace(
     BY_NAME["eta"],
     name="topicConcentration",
     special=(-1,),
-    note=f"or None or -1 for the default {DEFAULT_ETA}",
+    note=f"or None or -1 for the algorithm's default ({DEFAULT_ETA}; 'map': {MAP_ETA})",
 )
 
 
@@ -132,7 +134,8 @@ def doc_concentration_constraint(k) -> Constraint:
     return replace(
         BY_NAME["alpha"],
         name="docConcentration",
-        note=f"or a list of 1 or k={k} such floats (None or [-1] for the default {DEFAULT_ALPHA})",
+        note=f"or a list of 1 or k={k} such floats (None or [-1] for the algorithm's default "
+        f"{DEFAULT_ALPHA}; 'map': 50/k + 1)",
     )
 
 
@@ -230,7 +233,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         _doc(
             "docConcentration",
             f"A number in (0, {MAX_PRIOR:g}], or a list of 1 or k equal such numbers; None or "
-            f"[-1] selects the default {DEFAULT_ALPHA}.",
+            f"[-1] selects the algorithm's default: {DEFAULT_ALPHA}, and 50/k + 1 for 'map' "
+            "(MAP-EM's α must exceed 1; the trained model keeps α − 1, the pseudo-count of "
+            "its estimates).",
         ),
         typeConverter=_to_concentration_list,
     )
@@ -239,7 +244,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
         "topicConcentration",
         _doc(
             "topicConcentration",
-            f"In (0, {MAX_PRIOR:g}]; None or -1 selects the default {DEFAULT_ETA}.",
+            f"In (0, {MAX_PRIOR:g}]; None or -1 selects the algorithm's default: "
+            f"{DEFAULT_ETA}, and {MAP_ETA} for 'map' (MAP-EM's η must exceed 1; the "
+            "trained model keeps η − 1).",
         ),
         typeConverter=TypeConverters.toFloat,
     )
@@ -449,7 +456,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     def _alpha(self) -> float:
         vals = self.getDocConcentration()
         if vals is None or list(vals) == [-1.0]:
-            return DEFAULT_ALPHA
+            return AUTO_PRIOR  # the algorithm's (sparklda.params.default_alpha)
         vals = list(vals)
         c = doc_concentration_constraint(self.getK())
         if len(vals) not in (1, self.getK()) or not all(c.accepts(v) for v in vals):
@@ -465,9 +472,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     def _eta(self) -> float:
         eta = self.getTopicConcentration()
         if eta is None:
-            return DEFAULT_ETA
+            return AUTO_PRIOR  # the algorithm's (sparklda.params.default_eta)
         check_param(TOPIC_CONCENTRATION, eta)
-        return DEFAULT_ETA if eta == -1 else eta
+        return AUTO_PRIOR if eta == -1 else eta
 
     def _seed(self) -> int:
         return int(self.getSeed()) & (2**63 - 1)

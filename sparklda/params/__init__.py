@@ -13,18 +13,23 @@ validator.
 from __future__ import annotations
 
 from .defaults import (
+    ABOVE_ONE_ALGORITHMS,
     ALGORITHMS,
+    AUTO_PRIOR,
     AUTO_SCHEDULE_MIN_DOCS,
     AUTO_SCHEDULE_STEPS_PER_PASS,
     DEFAULT_ALPHA,
     DEFAULT_DOCS_PER_TASK,
     DEFAULT_ETA,
     EXECUTIONS,
+    MAP_ETA,
     MAX_DEFAULT_ROUNDS_PER_PASS,
     MAX_PRIOR,
     MIN_DEFAULT_MINIBATCH,
     PAPER_SCHEDULE_MINIBATCH,
     SEEDED_ALGORITHMS,
+    default_alpha,
+    default_eta,
     default_minibatch_size,
     schedule_minibatch_docs,
 )
@@ -39,7 +44,9 @@ from .table import (
 from .train import TrainParams, check_param, fields_doc, validate_params
 
 __all__ = [
+    "ABOVE_ONE_ALGORITHMS",
     "ALGORITHMS",
+    "AUTO_PRIOR",
     "AUTO_SCHEDULE_MIN_DOCS",
     "AUTO_SCHEDULE_STEPS_PER_PASS",
     "BY_NAME",
@@ -49,6 +56,7 @@ __all__ = [
     "DEFAULT_ETA",
     "EXECUTIONS",
     "FIRST_STEPS",
+    "MAP_ETA",
     "MAX_DEFAULT_ROUNDS_PER_PASS",
     "MAX_PRIOR",
     "MIN_DEFAULT_MINIBATCH",
@@ -58,6 +66,8 @@ __all__ = [
     "FirstStep",
     "TrainParams",
     "check_param",
+    "default_alpha",
+    "default_eta",
     "default_minibatch_size",
     "fields_doc",
     "schedule_minibatch_docs",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 #: The algorithms, in the order of the modes registry (:data:`sparklda.modes.MODES`; the
 #: modes sit above this layer, so ``tests/test_registry.py`` keeps the two equal).
-ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb")
+ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb", "map")
 #: The algorithms that take seeded topics (the modes whose ``takes_seed_topics`` is set).
 SEEDED_ALGORITHMS = ("scvb0", "cvb0")
 #: How rounds run (the 'execution' parameter; docs/architecture.md, "Spark Connect path").
@@ -16,6 +16,37 @@ DEFAULT_ALPHA = 0.1
 DEFAULT_ETA = 0.01
 #: Upper end of the documented range of α and η.
 MAX_PRIOR = 1e4
+
+
+class _Unset(float):
+    """The type of :data:`AUTO_PRIOR` (a float, so the fields keep their type)."""
+
+    def __repr__(self) -> str:
+        return "AUTO_PRIOR"
+
+
+#: α or η left unset: the algorithm's default (:func:`default_alpha`, :func:`default_eta`),
+#: told apart by identity (``value is AUTO_PRIOR``), so a -1 given is still refused; the
+#: ``pyspark.ml`` layer maps its -1 for docConcentration and topicConcentration here.
+AUTO_PRIOR: float = _Unset(-1.0)
+#: The algorithms whose α and η must exceed 1: MAP estimation, whose estimates take α − 1
+#: and η − 1 as pseudo-counts (the modes of the Dirichlet posteriors).
+ABOVE_ONE_ALGORITHMS = ("map",)
+#: MAP's default η (MLlib's EM optimizer's topicConcentration default).
+MAP_ETA = 1.1
+
+
+def default_alpha(algorithm: str, k: int) -> float:
+    """α when none is given: 50/k + 1 for 'map' (MLlib's EM docConcentration default),
+    else :data:`DEFAULT_ALPHA`."""
+    if algorithm in ABOVE_ONE_ALGORITHMS:
+        return 50.0 / max(int(k), 1) + 1.0
+    return DEFAULT_ALPHA
+
+
+def default_eta(algorithm: str) -> float:
+    """η when none is given: :data:`MAP_ETA` for 'map', else :data:`DEFAULT_ETA`."""
+    return MAP_ETA if algorithm in ABOVE_ONE_ALGORITHMS else DEFAULT_ETA
 
 
 #: The default minibatch: at least this many documents per round ...

@@ -176,7 +176,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         0,
         MAX_PRIOR,
         low_open=True,
-        doc="α, the symmetric document-topic Dirichlet prior (the start of a learned α).",
+        doc="α, the symmetric document-topic Dirichlet prior (the start of a learned α); "
+        "unset: 0.1, and 50/k + 1 for 'map', whose α must exceed 1.",
     ),
     Constraint(
         "eta",
@@ -184,13 +185,14 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         0,
         MAX_PRIOR,
         low_open=True,
-        doc="η, the topic-word Dirichlet prior (the start of a learned η).",
+        doc="η, the topic-word Dirichlet prior (the start of a learned η); unset: 0.01, "
+        "and 1.1 for 'map', whose η must exceed 1.",
     ),
     Constraint(
         "passes",
         int,
         1,
-        doc="Passes over the training corpus (SCVB0, SVB) or iterations (CVB0, CVB).",
+        doc="Passes over the training corpus (SCVB0, SVB) or iterations (CVB0, CVB, MAP).",
     ),
     Constraint(
         "time_budget",
@@ -389,8 +391,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         int,
         0,
         doc="Checkpoint every n rounds (0: never): the driver state to `checkpoint_dir` "
-        "when it is set (every mode; resume continues from it), and for CVB0 and CVB "
-        "also the lineage of their γ blocks.",
+        "when it is set (every mode; resume continues from it), and for CVB0, CVB and "
+        "MAP also the lineage of their γ blocks.",
     ),
     Constraint(
         "checkpoint_dir",
@@ -416,7 +418,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         doc="Learn an asymmetric α (one value per topic) from the data, starting at "
         "`alpha`: Minka's fixed point (SCVB0 as an online step, CVB0 and CVB once per "
         "iteration) or Hoffman's Newton step (SVB) (docs/architecture.md, \"Learned "
-        'priors").',
+        "priors\"); not with 'map'.",
     ),
     Constraint(
         "optimize_alpha_sum",
@@ -428,7 +430,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "optimize_eta",
         bool,
         doc="Learn a symmetric η from the topic-word statistics (Minka's fixed point, "
-        "once a pass), starting at `eta`.",
+        "once a pass), starting at `eta`; not with 'map'.",
     ),
     Constraint(
         "seed_topics",

@@ -24,7 +24,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import ParamError
-from .defaults import DEFAULT_ALPHA, DEFAULT_ETA, SEEDED_ALGORITHMS
+from .defaults import (
+    ABOVE_ONE_ALGORITHMS,
+    AUTO_PRIOR,
+    SEEDED_ALGORITHMS,
+    default_alpha,
+    default_eta,
+)
 from .table import (
     BY_NAME,
     CONSTRAINTS,
@@ -44,8 +50,8 @@ class TrainParams:
 
     algorithm: str = "scvb0"
     k: int = 10
-    alpha: float = DEFAULT_ALPHA
-    eta: float = DEFAULT_ETA
+    alpha: float = AUTO_PRIOR
+    eta: float = AUTO_PRIOR
     passes: int = 20
     time_budget: float = 0.0
     minibatch_size: int = 0
@@ -84,6 +90,13 @@ class TrainParams:
     seed_confidence: float = 0.1
     min_gain: float = 0.0
     patience: int = 1
+
+    def __post_init__(self) -> None:
+        # α and η left unset (AUTO_PRIOR): the algorithm's defaults
+        resolved = _resolve_priors(
+            {"algorithm": self.algorithm, "k": self.k, "alpha": self.alpha, "eta": self.eta}
+        )
+        self.alpha, self.eta = resolved["alpha"], resolved["eta"]
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict, ``seed_topics`` in the form it reads back from JSON
@@ -139,7 +152,7 @@ def validate_params(
     :class:`~sparklda.errors.ParamError` for an unknown name or a bad value.
     """
     _refuse_unknown(mapping, owner)
-    values = {**_DEFAULTS, **mapping}
+    values = _resolve_priors({**_DEFAULTS, **mapping})
     _check_values(values, owner, aliases or {})
     return TrainParams(**values)
 
@@ -152,9 +165,26 @@ def _refuse_unknown(mapping: Mapping[str, Any], owner: str) -> None:
         )
 
 
+def _resolve_priors(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with α and η left at :data:`AUTO_PRIOR` (unset) replaced by the
+    algorithm's defaults (:func:`default_alpha`, :func:`default_eta`); α stays -1 while
+    ``k`` is not a valid int (its own check reports that first)."""
+    algorithm, k = values["algorithm"], values["k"]
+    if _is_auto(values["alpha"]) and BY_NAME["k"].accepts(k):
+        values["alpha"] = default_alpha(algorithm, k)
+    if _is_auto(values["eta"]):
+        values["eta"] = default_eta(algorithm)
+    return values
+
+
+def _is_auto(value: Any) -> bool:
+    return value is AUTO_PRIOR
+
+
 def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
     for c in CONSTRAINTS:
         check_param(c, values[c.name], owner, aliases.get(c.name))
+    _check_above_one(values, owner, aliases)
     _check_seeds(values, owner, aliases)
     _check_early_stopping(values, owner, aliases)
     for s in FIRST_STEPS:
@@ -170,6 +200,36 @@ def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, s
             raise ParamError(
                 f"The first step {s.formula.format(**shown)} of {owner} must be at "
                 f"most 1. Got {first:.4g} from {given} instead."
+            )
+
+
+def _check_above_one(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
+    """MAP estimation (:data:`ABOVE_ONE_ALGORITHMS`) takes α − 1 and η − 1 as its
+    pseudo-counts: both priors must exceed 1, and neither is learned (a learned prior
+    could fall to 1 or below)."""
+    algorithm = values["algorithm"]
+    if algorithm not in ABOVE_ONE_ALGORITHMS:
+        return
+    defaults = {"alpha": f"50/k + 1 = {default_alpha(algorithm, values['k']):g}"}
+    defaults["eta"] = f"{default_eta(algorithm):g}"
+    for param, symbol in (("alpha", "α"), ("eta", "η")):
+        if values[param] > 1:
+            continue
+        name = aliases.get(param, param)
+        raise ParamError(
+            f"The {name!r} parameter of {owner} must be greater than 1 for the "
+            f"{algorithm!r} algorithm (MAP estimation takes {symbol} − 1 as its "
+            f"pseudo-count, which must be positive); leave it unset for the default "
+            f"{defaults[param]}. Got {values[param]!r} instead."
+        )
+    for param in ("optimize_alpha", "optimize_eta"):
+        if values[param]:
+            name = aliases.get(param, param)
+            raise ParamError(
+                f"The {name!r} parameter of {owner} is not supported by {algorithm!r} "
+                f"(MAP-EM: a learned prior could fall to 1 or below, where MAP "
+                f"estimation has no positive mode); set it to false, or choose one of "
+                f"the other algorithms."
             )
 
 
@@ -215,4 +275,5 @@ def _check_early_stopping(
         )
 
 
-_DEFAULTS = TrainParams().to_dict()
+#: every field's default; α and η unresolved (the algorithm's, :func:`_resolve_priors`)
+_DEFAULTS = {**TrainParams().to_dict(), "alpha": AUTO_PRIOR, "eta": AUTO_PRIOR}

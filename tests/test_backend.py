@@ -34,6 +34,7 @@ def vectors(spark):
     return spark.createDataFrame(rows, ["doc", "features"])
 
 
+@pytest.mark.slow  # builds the corpus three ways and scores each (about 30 s)
 def test_each_layout_gets_its_backend_and_the_same_heldout_score(vectors):
     """The classic and DataFrame layouts of one input hold out the same documents:
     completion_loglik, given either corpus's held-out blocks, asks the backend of their

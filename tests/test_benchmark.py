@@ -478,6 +478,7 @@ def test_fit_holds_out_the_benchmark_documents(spark, tiny_corpus):
         bc.unpersist()
 
 
+@pytest.mark.slow  # three warm-up fits on a whole corpus (about 40 s)
 def test_warm_up_fits_the_first_sparklda_system_on_the_whole_corpus(
     spark, tiny_corpus, monkeypatch
 ):

@@ -173,6 +173,37 @@ class HeldoutBlock:
     def n_docs(self) -> int:
         return self.observed.n_docs
 
+    def whole(self) -> DocBlock:
+        """The whole documents, both halves joined: each document's distinct terms
+        (sorted) with the counts of the two halves added, in the halves' document order
+        (what left-to-right evaluation scores)."""
+        obs, tgt = self.observed, self.target
+        if not np.array_equal(obs.doc_ids, tgt.doc_ids):
+            raise ValueError("the observed and target halves hold different documents")
+        n = obs.n_docs
+        doc = np.concatenate(
+            [np.repeat(np.arange(n), np.diff(b.indptr)) for b in (obs, tgt)]
+        ).astype(np.int64)
+        term = np.concatenate([b.terms[b.local] for b in (obs, tgt)]).astype(np.int64)
+        count = np.concatenate([obs.counts, tgt.counts])
+        order = np.lexsort((term, doc))
+        doc, term, count = doc[order], term[order], count[order]
+        first = np.ones(len(doc), dtype=bool)
+        first[1:] = (doc[1:] != doc[:-1]) | (term[1:] != term[:-1])
+        starts = np.flatnonzero(first)
+        count = np.add.reduceat(count, starts) if len(starts) else count[:0]
+        doc, term = doc[starts], term[starts]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(doc, minlength=n), out=indptr[1:])
+        terms, local = unique_inverse(term)
+        return DocBlock(
+            obs.doc_ids.astype(np.int64),
+            indptr,
+            terms.astype(np.int32),
+            local.astype(np.int32),
+            count.astype(obs.counts.dtype),
+        )
+
 
 def split_halves(
     doc_id: int, terms: np.ndarray, counts: np.ndarray, seed: int, key: int | None = None

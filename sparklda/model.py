@@ -15,7 +15,7 @@ import numpy as np
 from ._version import __version__
 from .coherence import coherence as _coherence
 from .errors import ModelFormatError, SparkLDAError, executor_errors
-from .evaluation import completion_loglik
+from .evaluation import heldout_loglik
 from .inference import transform_dataframe
 from .stats import normalize_topics
 from .storage import CommittedDir, SparkFiles, literal_path, parse_json
@@ -110,9 +110,26 @@ class TopicModel:
         return "\n".join(lines)
 
     # -- uses on Spark ---------------------------------------------------
-    def evaluate(self, heldout_rdd, max_iter: int = 100):
-        """Held-out document-completion score (:mod:`sparklda.evaluation`)."""
-        return completion_loglik(heldout_rdd, self.topics_matrix(), self._alpha_arg(), max_iter)
+    def evaluate(
+        self,
+        heldout_rdd,
+        max_iter: int = 100,
+        evaluator: str = "completion",
+        particles: int = 10,
+        seed: int = 0,
+    ):
+        """Held-out score (:mod:`sparklda.evaluation`): document completion, or with
+        ``evaluator="left_to_right"`` the left-to-right estimate of the whole documents
+        (``particles`` per document, random streams keyed by ``seed``)."""
+        return heldout_loglik(
+            heldout_rdd,
+            self.topics_matrix(),
+            self._alpha_arg(),
+            evaluator,
+            particles,
+            seed,
+            max_iter,
+        )
 
     def coherence(
         self,

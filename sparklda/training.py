@@ -24,7 +24,7 @@ import numpy as np
 from .checkpoint import TrainingCheckpoints
 from .corpus import Corpus
 from .errors import ParamError
-from .execution import Executor, RoundOutput, backend_of
+from .execution import Executor, RoundOutput, backend_of, evaluator_spec
 from .limits import check_model_memory
 from .model import TopicModel
 from .modes import MODES, Mode
@@ -399,7 +399,9 @@ class Training:
         mode = self.mode
         t_eval = time.perf_counter()
         phi = normalize_topics(mode.topic_word(), mode.eta)
-        score = self.executor.score(phi, mode.alpha, self.params.foldin_max_iter)
+        params = self.params
+        ltr = evaluator_spec(params.evaluator, params.particles, params.seed)
+        score = self.executor.score(phi, mode.alpha, params.foldin_max_iter, ltr=ltr)
         if score is None:
             return None
         row = {
@@ -408,6 +410,7 @@ class Training:
             "elapsed_s": elapsed,
             "eval_s": time.perf_counter() - t_eval,
             **score.as_dict(),
+            "evaluator": params.evaluator,
         }
         self.result.evaluations.append(row)
         log.info(

@@ -159,7 +159,14 @@ STR_TABLE = "a table of strings"
 
 _PARAM_FIELDS = {f.name: f for f in dataclasses.fields(TrainParams)}
 #: TrainParams fields that belong to the [evaluation] table (also accepted in [training]).
-EVALUATION_KEYS = ("heldout_count", "heldout_fraction", "eval_every", "foldin_max_iter")
+EVALUATION_KEYS = (
+    "heldout_count",
+    "heldout_fraction",
+    "eval_every",
+    "foldin_max_iter",
+    "evaluator",
+    "particles",
+)
 
 
 def _param_kind(name: str) -> str:

@@ -265,7 +265,8 @@ def _run(spark, s: TrainSettings, initial, resume, callbacks, metrics_path, trac
     )
     if final:
         print(
-            f"held-out log-likelihood per token: {final['heldout_loglik']:.4f} "
+            f"held-out log-likelihood per token ({final.get('evaluator', 'completion')}): "
+            f"{final['heldout_loglik']:.4f} "
             f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents"
         )
     if coherence.result:

@@ -6,7 +6,8 @@ from a classic one): :class:`ClassicBackend` (:mod:`.classic`: RDDs, broadcast
 variables, ``runJob``) or :class:`FrameBackend` (:mod:`.frame`: DataFrames and
 ``mapInArrow`` only, Spark Connect). A backend builds the corpus (choosing its
 layout), gives the round skeleton (:mod:`sparklda.training`) its :class:`Executor`,
-scores held-out documents, shares the topics with fold-in tasks and releases what it
+scores held-out documents (by document completion or the left-to-right estimate),
+shares the topics with fold-in tasks and releases what it
 cached. The per-block work of a round (:mod:`.tasks`) and of document completion
 (:mod:`.scoring`) is the same under both. See docs/architecture.md, "The round".
 """
@@ -24,7 +25,7 @@ from .classic import (
     size_bytes,
 )
 from .frame import DataFrameExecutor, FrameBackend
-from .scoring import HeldoutScore
+from .scoring import EVALUATORS, HeldoutScore, LeftToRight, evaluator_spec
 from .select import backend_for, backend_of
 from .tasks import (
     advance_partition,
@@ -36,6 +37,7 @@ from .tasks import (
 
 __all__ = [
     "COMBINE_AUTO_TASKS",
+    "EVALUATORS",
     "Backend",
     "ClassicBackend",
     "ClassicExecutor",
@@ -43,6 +45,7 @@ __all__ = [
     "Executor",
     "FrameBackend",
     "HeldoutScore",
+    "LeftToRight",
     "PeriodicCheckpointer",
     "RoundOutput",
     "advance_partition",
@@ -51,6 +54,7 @@ __all__ = [
     "check_restored_state",
     "combine_on_executors",
     "direct_result_hint",
+    "evaluator_spec",
     "init_partition",
     "merge_pieces",
     "shard_pieces",

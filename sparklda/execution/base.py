@@ -14,7 +14,7 @@ import numpy as np
 
 from ..corpus import Corpus, CorpusLayout, DocSource, build_corpus
 from ..stats import TopicStats, concat_shards
-from .scoring import HeldoutScore
+from .scoring import HeldoutScore, LeftToRight
 
 __all__ = ["Backend", "Executor", "RoundOutput", "value_nbytes"]
 
@@ -75,8 +75,11 @@ class Executor:
         """Run round ``t`` of ``mode`` on the round's partitions."""
         raise NotImplementedError
 
-    def score(self, phi: np.ndarray, alpha: float, max_iter: int) -> HeldoutScore | None:
-        """Held-out completion score of topics ``phi`` (None without held-out documents)."""
+    def score(
+        self, phi: np.ndarray, alpha: float, max_iter: int, ltr: LeftToRight | None = None
+    ) -> HeldoutScore | None:
+        """Held-out score of topics ``phi`` (None without held-out documents): document
+        completion, or with ``ltr`` the left-to-right estimate of the whole documents."""
         raise NotImplementedError
 
     def round_info(self) -> dict:
@@ -127,17 +130,32 @@ class Backend(ABC):
 
     @abstractmethod
     def score_heldout(
-        self, heldout, phi: np.ndarray, alpha, max_iter: int = 100, tol: float = 1e-4
+        self,
+        heldout,
+        phi: np.ndarray,
+        alpha,
+        max_iter: int = 100,
+        tol: float = 1e-4,
+        ltr: LeftToRight | None = None,
     ) -> HeldoutScore:
-        """Document completion of held-out blocks (the backend's form of them)."""
+        """Document completion of held-out blocks (the backend's form of them); with
+        ``ltr``, the left-to-right estimate of the whole documents."""
 
     @abstractmethod
     def score_vectors(
-        self, df, features_col: str, phi: np.ndarray, alpha, seed: int, max_iter: int
+        self,
+        df,
+        features_col: str,
+        phi: np.ndarray,
+        alpha,
+        seed: int,
+        max_iter: int,
+        ltr: LeftToRight | None = None,
     ) -> HeldoutScore:
         """Document completion of the documents of a DataFrame column of ML vectors of
         term counts (each document split in half, seeded by ``seed`` and its position);
-        the vectors' size must be the vocabulary's (``phi.shape[0]``)."""
+        the vectors' size must be the vocabulary's (``phi.shape[0]``). With ``ltr``, the
+        left-to-right estimate of the whole documents (numbered by position)."""
 
     @abstractmethod
     def share(self, spark, value: np.ndarray) -> tuple[Callable[[], Any], Callable[[], Any]]:

@@ -22,7 +22,7 @@ from ..errors import CorpusError, executor_errors
 from ..stats import merge_shard, shard_bounds, split_shards
 from .base import Backend, Executor, RoundOutput, value_nbytes
 from .checkpointer import PeriodicCheckpointer
-from .scoring import HeldoutScore, alpha_arg, check_phi, score_partition
+from .scoring import HeldoutScore, LeftToRight, alpha_arg, check_phi, score_partition
 from .tasks import (
     advance_partition,
     check_restored_state,
@@ -271,10 +271,10 @@ class ClassicExecutor(Executor):
         self._collect(states, lambda it: [sum(1 for _ in it)])  # materialise it once
         self.checkpointer.materialized()
 
-    def score(self, phi, alpha, max_iter):
+    def score(self, phi, alpha, max_iter, ltr: LeftToRight | None = None):
         if self.corpus.heldout is None:
             return None
-        return heldout_score(self.corpus.heldout, phi, alpha, max_iter)
+        return heldout_score(self.corpus.heldout, phi, alpha, max_iter, ltr=ltr)
 
     def round_info(self) -> dict:
         return dict(self._info)
@@ -289,16 +289,21 @@ class ClassicExecutor(Executor):
 
 
 def heldout_score(
-    heldout_rdd, phi: np.ndarray, alpha, max_iter: int = 100, tol: float = 1e-4
+    heldout_rdd,
+    phi: np.ndarray,
+    alpha,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    ltr: LeftToRight | None = None,
 ) -> HeldoutScore:
-    """Document completion of an RDD of :class:`~sparklda.block.HeldoutBlock` s, φ̂ in a
-    broadcast variable."""
+    """Document completion (or, with ``ltr``, the left-to-right estimate) of an RDD of
+    :class:`~sparklda.block.HeldoutBlock` s, φ̂ in a broadcast variable."""
     phi = check_phi(phi)
     sc = heldout_rdd.context
     bc = sc.broadcast(np.ascontiguousarray(phi))
     try:
         parts = heldout_rdd.mapPartitions(
-            score_partition(bc, alpha_arg(alpha), max_iter, tol)
+            score_partition(bc, alpha_arg(alpha), max_iter, tol, ltr)
         ).collect()
     finally:
         bc.destroy()
@@ -319,10 +324,10 @@ class ClassicBackend(Backend):
     def executor(self, corpus, checkpoint_interval: int = 0, combine: str = "auto"):
         return ClassicExecutor(corpus, checkpoint_interval, combine=combine)
 
-    def score_heldout(self, heldout, phi, alpha, max_iter=100, tol=1e-4) -> HeldoutScore:
-        return heldout_score(heldout, phi, alpha, max_iter, tol)
+    def score_heldout(self, heldout, phi, alpha, max_iter=100, tol=1e-4, ltr=None) -> HeldoutScore:
+        return heldout_score(heldout, phi, alpha, max_iter, tol, ltr)
 
-    def score_vectors(self, df, features_col, phi, alpha, seed, max_iter) -> HeldoutScore:
+    def score_vectors(self, df, features_col, phi, alpha, seed, max_iter, ltr=None) -> HeldoutScore:
         source = from_vectors(df, features_col)
         if source.vocab_size != phi.shape[0]:
             raise CorpusError(
@@ -333,7 +338,7 @@ class ClassicBackend(Backend):
         blocks = heldout_blocks(docs, seed, np.float64)
         try:
             with executor_errors(source.what):
-                return heldout_score(blocks, phi, alpha, max_iter)
+                return heldout_score(blocks, phi, alpha, max_iter, ltr=ltr)
         finally:
             blocks.unpersist()
 

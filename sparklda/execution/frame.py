@@ -48,7 +48,7 @@ from .frame_tasks import (
     stats_from_row,
     struct_type,
 )
-from .scoring import HeldoutScore, alpha_arg, check_phi, score_blocks
+from .scoring import HeldoutScore, LeftToRight, alpha_arg, check_phi, score_blocks
 
 __all__ = ["DataFrameExecutor", "FrameBackend", "vectors_score"]
 
@@ -217,10 +217,10 @@ class DataFrameExecutor(Executor):
         self._advance(states, None, time.perf_counter(), time.perf_counter())
 
     # -- evaluation -------------------------------------------------------------------
-    def score(self, phi, alpha, max_iter, tol: float = 1e-4):
+    def score(self, phi, alpha, max_iter, ltr: LeftToRight | None = None, tol: float = 1e-4):
         if self.corpus.heldout is None:
             return None
-        return heldout_score(self._with_value, self.corpus.heldout, phi, alpha, max_iter, tol)
+        return heldout_score(self._with_value, self.corpus.heldout, phi, alpha, max_iter, tol, ltr)
 
     def round_info(self) -> dict:
         return dict(self._info)
@@ -241,8 +241,11 @@ class DataFrameExecutor(Executor):
         self.states = None
 
 
-def heldout_score(with_value, heldout, phi, alpha, max_iter: int, tol: float) -> HeldoutScore:
-    """Document completion of a DataFrame of held-out blocks
+def heldout_score(
+    with_value, heldout, phi, alpha, max_iter: int, tol: float, ltr: LeftToRight | None = None
+) -> HeldoutScore:
+    """Document completion (or, with ``ltr``, the left-to-right estimate) of a DataFrame
+    of held-out blocks
     (:data:`~sparklda.corpus.HELDOUT_SCHEMA`), φ̂ routed to the tasks by ``with_value``
     (``(frame, value) -> (frame, Held or None)``: :meth:`DataFrameExecutor._with_value`)."""
     from pyspark.sql import functions as F
@@ -251,7 +254,7 @@ def heldout_score(with_value, heldout, phi, alpha, max_iter: int, tol: float) ->
     heldout = heldout.select(F.monotonically_increasing_id().alias("part"), "observed", "target")
     frame, held = with_value(heldout, np.ascontiguousarray(phi))
     rows = frame.mapInArrow(
-        score_round(held, alpha_arg(alpha), max_iter, tol),
+        score_round(held, alpha_arg(alpha), max_iter, tol, ltr),
         struct_type("total double, tokens double, docs long"),
     ).collect()
     return HeldoutScore.from_parts(rows)
@@ -266,6 +269,7 @@ def vectors_score(
     max_iter: int = 100,
     tol: float = 1e-4,
     what: str | None = None,
+    ltr: LeftToRight | None = None,
 ) -> HeldoutScore:
     """Document completion of the documents of a DataFrame column of ML vectors (term
     counts), with DataFrame operations only, so it runs under Spark Connect.
@@ -304,7 +308,7 @@ def vectors_score(
         block = HeldoutBlock(
             DocBlock.from_docs(obs, dtype=np.float64), DocBlock.from_docs(tgt, dtype=np.float64)
         )
-        total, tokens, docs = score_blocks(phi, [block], alpha, max_iter, tol)
+        total, tokens, docs = score_blocks(phi, [block], alpha, max_iter, tol, ltr)
         yield pa.RecordBatch.from_pydict(
             {"total": [float(total)], "tokens": [float(tokens)], "docs": [int(docs)]}
         )
@@ -332,12 +336,12 @@ class FrameBackend(Backend):
     def executor(self, corpus, checkpoint_interval: int = 0, combine: str = "auto"):
         return DataFrameExecutor(corpus, checkpoint_interval, self.closure_limit)
 
-    def score_heldout(self, heldout, phi, alpha, max_iter=100, tol=1e-4) -> HeldoutScore:
+    def score_heldout(self, heldout, phi, alpha, max_iter=100, tol=1e-4, ltr=None) -> HeldoutScore:
         limit = CLOSURE_LIMIT if self.closure_limit is None else int(self.closure_limit)
         route = ValueRoute(heldout.sparkSession, limit)
-        return heldout_score(route, heldout, phi, alpha, max_iter, tol)
+        return heldout_score(route, heldout, phi, alpha, max_iter, tol, ltr)
 
-    def score_vectors(self, df, features_col, phi, alpha, seed, max_iter) -> HeldoutScore:
+    def score_vectors(self, df, features_col, phi, alpha, seed, max_iter, ltr=None) -> HeldoutScore:
         size = vector_size(df, features_col)
         if size is not None and size != phi.shape[0]:
             raise CorpusError(
@@ -345,7 +349,7 @@ class FrameBackend(Backend):
                 f"vocabulary has {phi.shape[0]} terms."
             )
         with executor_errors(f"column {features_col!r}"):
-            return vectors_score(df, features_col, phi, alpha, seed, max_iter)
+            return vectors_score(df, features_col, phi, alpha, seed, max_iter, ltr=ltr)
 
     def block_digests(self, blocks, heldout: bool) -> list[str]:
         columns = ("observed", "target") if heldout else ("block",)

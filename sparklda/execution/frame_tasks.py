@@ -218,7 +218,7 @@ def restore_round(statistics: Callable):
     return _state_round(Held(None), items, statistics)
 
 
-def score_round(held: Held | None, alpha, max_iter: int, tol: float):
+def score_round(held: Held | None, alpha, max_iter: int, tol: float, ltr=None):
     import pyarrow as pa
 
     def run(batches):
@@ -227,7 +227,7 @@ def score_round(held: Held | None, alpha, max_iter: int, tol: float):
             HeldoutBlock(block_from_bytes(r["observed"]), block_from_bytes(r["target"]))
             for r in rows
         ]
-        for total, tokens, docs in score_partition(source, alpha, max_iter, tol)(blocks):
+        for total, tokens, docs in score_partition(source, alpha, max_iter, tol, ltr)(blocks):
             yield pa.RecordBatch.from_pydict(
                 {"total": [float(total)], "tokens": [float(tokens)], "docs": [int(docs)]}
             )

@@ -8,6 +8,9 @@ from __future__ import annotations
 ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb", "map")
 #: The algorithms that take seeded topics (the modes whose ``takes_seed_topics`` is set).
 SEEDED_ALGORITHMS = ("scvb0", "cvb0")
+#: How held-out documents are scored (the 'evaluator' parameter; sparklda.evaluation):
+#: document completion, or the left-to-right particle estimate of whole documents.
+EVALUATORS = ("completion", "left_to_right")
 #: How rounds run (the 'execution' parameter; docs/architecture.md, "Spark Connect path").
 EXECUTIONS = ("auto", "classic", "dataframe")
 #: α, the document-topic prior, when none is given (pyspark's "auto" maps here too).

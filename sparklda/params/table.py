@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import ParamError
 from .defaults import (
     ALGORITHMS,
+    EVALUATORS,
     EXECUTIONS,
     MAX_DEFAULT_ROUNDS_PER_PASS,
     MAX_PRIOR,
@@ -378,6 +379,22 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "than 8 tasks). The same model either way.",
     ),
     Constraint("foldin_max_iter", int, 1, doc="Fold-in iterations of evaluation and transform."),
+    Constraint(
+        "evaluator",
+        str,
+        options=EVALUATORS,
+        doc="How held-out documents are scored: 'completion' (the second half of each "
+        "document given the first, θ folded in) or 'left_to_right' (the whole document, "
+        "log p(w | Φ, α) by the left-to-right particle estimate of Wallach et al. 2009 "
+        'with `particles` particles; docs/architecture.md, "Evaluation").',
+    ),
+    Constraint(
+        "particles",
+        int,
+        1,
+        doc="Particles per document of the 'left_to_right' `evaluator` (its cost grows "
+        "in proportion).",
+    ),
     Constraint(
         "execution",
         str,

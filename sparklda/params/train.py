@@ -78,6 +78,8 @@ class TrainParams:
     parts_per_slice: int = 0
     combine: str = "auto"
     foldin_max_iter: int = 100
+    evaluator: str = "completion"
+    particles: int = 10
     execution: str = "auto"
     checkpoint_interval: int = 10
     checkpoint_dir: str = ""

@@ -125,3 +125,33 @@ def test_training_scores_with_the_chosen_evaluator(spark, vectors, execution):
         assert completion.loglik_per_token != again.loglik_per_token
     finally:
         corpus.unpersist()
+
+
+@pytest.mark.slow  # three scoring jobs over a DataFrame (about 5 s)
+def test_ml_model_scores_whole_documents_with_the_evaluator_param(spark, vectors):
+    """LDAModel's `evaluator` and `particles` Params: logLikelihood is the sum of the
+    whole documents' estimates (rows numbered by position, seeded by `seed`), the
+    same through the DataFrame backend, and logPerplexity minus its per-token mean."""
+    from sparklda import LDAModel
+    from sparklda.execution import FrameBackend
+    from sparklda.kernels.left_to_right import left_to_right_block
+
+    df = vectors.orderBy("doc").coalesce(2)
+    phi = _phi(24, seed=3)
+    model = LDAModel(TopicModel(phi, 0.3, 0.0)).setSeed(5)
+    model.setEvaluator("left_to_right").setParticles(3)
+    rows = [r.features for r in df.collect()]
+    docs = [(i, v.indices, v.values) for i, v in enumerate(rows) if v.numNonzeros()]
+    want = sum(
+        left_to_right_block([i], [0, len(t)], np.arange(len(t)), c, phi[t], 0.3, 3, 5)[0]
+        for i, t, c in docs
+    )
+    tokens = sum(c.sum() for _, _, c in docs)
+    assert model.logLikelihood(df) == pytest.approx(want, rel=1e-12)
+    assert model.logPerplexity(df) == pytest.approx(-want / tokens, rel=1e-12)
+    frame = FrameBackend().score_vectors(
+        df, "features", model.topicModel.topics_matrix(), 0.3, 5, 100, LeftToRight(3, 5)
+    )
+    assert frame.loglik_per_token * frame.tokens == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ParamError, match="'evaluator' parameter of LDA must be one of"):
+        model.setEvaluator("bound").logLikelihood(df)

@@ -84,6 +84,8 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         minGain=_TP.min_gain,
         patience=_TP.patience,
         execution="auto",
+        evaluator=_TP.evaluator,
+        particles=_TP.particles,
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -122,6 +124,8 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         minGain=_TP.min_gain,
         patience=_TP.patience,
         execution="auto",
+        evaluator=_TP.evaluator,
+        particles=_TP.particles,
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -241,6 +245,14 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setExecution(self, value):
         """Set :py:attr:`execution`."""
         return self._set(execution=value)
+
+    def setEvaluator(self, value):
+        """Set :py:attr:`evaluator`."""
+        return self._set(evaluator=value)
+
+    def setParticles(self, value):
+        """Set :py:attr:`particles`."""
+        return self._set(particles=value)
 
     def setCheckpointDir(self, value):
         """Set :py:attr:`checkpointDir`."""

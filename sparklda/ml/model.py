@@ -11,7 +11,7 @@ from pyspark.ml.util import MLReadable, MLReader, MLWritable, MLWriter
 from ..api import transform
 from ..corpus import check_output_column
 from ..errors import CorpusError
-from ..execution import backend_for
+from ..execution import backend_for, evaluator_spec
 from ..model import TopicModel
 from .params import FOLDIN_MAX_ITER, _LDAParams, check_features
 from .persistence import LDAModelReader, LDAModelWriter
@@ -64,6 +64,14 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
     def setTopicDistributionCol(self, value):
         """Set :py:attr:`topicDistributionCol`."""
         return self._set(topicDistributionCol=value)
+
+    def setEvaluator(self, value):
+        """Set :py:attr:`evaluator` (of :meth:`logLikelihood` and :meth:`logPerplexity`)."""
+        return self._set(evaluator=value)
+
+    def setParticles(self, value):
+        """Set :py:attr:`particles` (of the 'left_to_right' evaluator)."""
+        return self._set(particles=value)
 
     def setVocabulary(self, value) -> LDAModel:
         """Name the model's terms (e.g. with ``CountVectorizerModel.vocabulary`` after a
@@ -139,8 +147,9 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         check_features(dataset, col)
         tm = self.topicModel
         backend = backend_for(dataset.sparkSession)
+        ltr = evaluator_spec(self.getEvaluator(), self.getParticles(), self._seed())
         return backend.score_vectors(
-            dataset, col, tm.topics_matrix(), tm.alpha, self._seed(), FOLDIN_MAX_ITER
+            dataset, col, tm.topics_matrix(), tm.alpha, self._seed(), FOLDIN_MAX_ITER, ltr
         )
 
     def logLikelihood(self, dataset) -> float:
@@ -154,13 +163,19 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         ``logLikelihood`` is instead a variational lower bound on the
         likelihood of the whole documents (Hoffman et al. 2010, Eq. 16), so
         the two numbers are not comparable.
+
+        With ``evaluator="left_to_right"``: Σ_d log p(w_d | Φ̂, α) of the whole
+        documents, θ integrated out, by the left-to-right particle estimate (Wallach et
+        al. 2009) with ``particles`` particles, seeded by ``seed`` and the row: an
+        estimate of the quantity pyspark's bound is below.
         """
         s = self._completion(dataset)
         return float(s.loglik_per_token * s.tokens)
 
     def logPerplexity(self, dataset) -> float:
-        """−(mean per-token log-likelihood) of the second halves (see :meth:`logLikelihood`);
-        lower is better, perplexity = exp of it. pyspark's is the bound's per-token value."""
+        """−(mean per-token log-likelihood) of the second halves, or of the whole documents
+        with ``evaluator="left_to_right"`` (see :meth:`logLikelihood`); lower is better,
+        perplexity = exp of it. pyspark's is the bound's per-token value."""
         return float(-self._completion(dataset).loglik_per_token)
 
     def topicCoherence(

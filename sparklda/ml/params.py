@@ -73,6 +73,8 @@ TRAIN_PARAM_NAMES = {
     "minGain": "min_gain",
     "patience": "patience",
     "execution": "execution",
+    "evaluator": "evaluator",
+    "particles": "particles",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -306,6 +308,15 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     execution = Param(
         Params._dummy(), "execution", _doc("execution"), typeConverter=TypeConverters.toString
     )
+    evaluator = Param(
+        Params._dummy(),
+        "evaluator",
+        _doc("evaluator", "Also LDAModel.logLikelihood's and logPerplexity's."),
+        typeConverter=TypeConverters.toString,
+    )
+    particles = Param(
+        Params._dummy(), "particles", _doc("particles"), typeConverter=TypeConverters.toInt
+    )
     vocabulary = Param(
         Params._dummy(),
         "vocabulary",
@@ -351,6 +362,8 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             minGain=_TP.min_gain,
             patience=_TP.patience,
             execution=_TP.execution,
+            evaluator=_TP.evaluator,
+            particles=_TP.particles,
             checkpointDir=None,
             vocabulary=None,
             initialModel=None,
@@ -428,6 +441,12 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getExecution(self) -> str:
         return self.getOrDefault(self.execution)
+
+    def getEvaluator(self) -> str:
+        return self.getOrDefault(self.evaluator)
+
+    def getParticles(self) -> int:
+        return self.getOrDefault(self.particles)
 
     def getVocabulary(self):
         return self.getOrDefault(self.vocabulary)

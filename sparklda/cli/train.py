@@ -265,9 +265,9 @@ def _run(spark, s: TrainSettings, initial, resume, callbacks, metrics_path, trac
     )
     if final:
         print(
-            f"held-out log-likelihood per token ({final.get('evaluator', 'completion')}): "
-            f"{final['heldout_loglik']:.4f} "
-            f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents"
+            f"held-out log-likelihood per token: {final['heldout_loglik']:.4f} "
+            f"(perplexity {final['perplexity']:.1f}) on {final['heldout_documents']} documents, "
+            f"by {final.get('evaluator', 'completion')}"
         )
     if coherence.result:
         print(f"topic coherence (u_mass, top 10 terms): {coherence.result['mean']:.4f} mean")

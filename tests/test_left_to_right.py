@@ -171,3 +171,17 @@ def test_evaluator_spec_checks_its_parameters():
         evaluator_spec("left_to_right", 0)
     with pytest.raises(ParamError, match=r"'particles'.*Got 2.0"):
         evaluator_spec("left_to_right", 2.0)
+
+
+def test_config_evaluation_table_takes_the_evaluator(tmp_path):
+    """`[evaluation]` of a job's TOML sets `evaluator` and `particles`; a bad value is
+    refused with the parameter's message."""
+    from sparklda.cli.config import check_config, load_config, train_params
+
+    path = tmp_path / "c.toml"
+    path.write_text('[evaluation]\nheldout_count = 5\nevaluator = "left_to_right"\nparticles = 4\n')
+    tp = train_params(check_config(load_config(str(path))))
+    assert (tp.evaluator, tp.particles, tp.heldout_count) == ("left_to_right", 4, 5)
+    bad = load_config(str(path), ["evaluation.evaluator=chib"])
+    with pytest.raises(ParamError, match="'evaluator' parameter of LDA must be one of"):
+        train_params(check_config(bad))

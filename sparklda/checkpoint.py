@@ -12,6 +12,7 @@ resume").
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -97,6 +98,15 @@ def fingerprint(params: TrainParams, corpus) -> dict[str, Any]:
     return {"params": p, "corpus": c}
 
 
+#: Each parameter's default (those with a plain default), for checkpoints written before
+#: a parameter existed (such as ``evaluator``).
+_DEFAULTS = {
+    f.name: f.default
+    for f in dataclasses.fields(TrainParams)
+    if f.default is not dataclasses.MISSING
+}
+
+
 def differences(saved: dict, current: dict) -> list[str]:
     out = []
     for part in ("params", "corpus"):
@@ -104,6 +114,8 @@ def differences(saved: dict, current: dict) -> list[str]:
         for key in sorted(set(a) | set(b)):
             if part == "corpus" and key in CONTENT_FACTS and key not in a:
                 continue  # a checkpoint from before content checksums were recorded
+            if part == "params" and key not in a and _DEFAULTS.get(key, a) == b.get(key):
+                continue  # a checkpoint from before the parameter, which ran as its default
             if a.get(key) != b.get(key):
                 if key in CONTENT_FACTS:
                     what = "training" if key == "training_content" else "held-out"

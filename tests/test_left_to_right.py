@@ -185,3 +185,17 @@ def test_config_evaluation_table_takes_the_evaluator(tmp_path):
     bad = load_config(str(path), ["evaluation.evaluator=chib"])
     with pytest.raises(ParamError, match="'evaluator' parameter of LDA must be one of"):
         train_params(check_config(bad))
+
+
+def test_checkpoints_from_before_the_evaluator_resume_with_its_default():
+    """A checkpoint written before `evaluator` and `particles` existed ran document
+    completion: it resumes with the defaults, and not with another evaluator."""
+    from sparklda.checkpoint import differences
+
+    old = {"params": {"k": 3, "seed": 1}, "corpus": {}}
+    now = {"params": {"k": 3, "seed": 1, "evaluator": "completion", "particles": 10}}
+    assert differences(old, {**now, "corpus": {}}) == []
+    now["params"]["evaluator"] = "left_to_right"
+    assert differences(old, {**now, "corpus": {}}) == [
+        "params evaluator: checkpoint None, now 'left_to_right'"
+    ]

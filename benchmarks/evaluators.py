@@ -131,6 +131,45 @@ def run_corpus(spark, name: str, k: int, args, held: int, out: dict) -> None:
         heldout.unpersist()
 
 
+def markdown(out: dict) -> str:
+    """The results as the tables of docs/benchmarks/findings.md."""
+    lines = [
+        "| corpus | K | mode | passes | completion | rank | left-to-right | rank "
+        "| completion s | left-to-right s |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = out.get("rows", [])
+    for corpus in dict.fromkeys(r["corpus"] for r in rows):
+        mine = [r for r in rows if r["corpus"] == corpus]
+        rank = {}
+        for ev in ("completion", "left_to_right"):
+            order = sorted(mine, key=lambda r: -r[ev]["heldout_loglik"])
+            rank[ev] = {r["mode"]: i + 1 for i, r in enumerate(order)}
+        for r in mine:
+            c, lr = r["completion"], r["left_to_right"]
+            lines.append(
+                f"| {corpus} | {r['k']} | {r['mode']} | {r['passes']} "
+                f"| {c['heldout_loglik']:.4f} | {rank['completion'][r['mode']]} "
+                f"| {lr['heldout_loglik']:.4f} | {rank['left_to_right'][r['mode']]} "
+                f"| {c['seconds']:.1f} | {lr['seconds']:.1f} |"
+            )
+    sweep = out.get("particle_sweep")
+    if sweep:
+        lines += [
+            "",
+            f"Particles ({sweep['corpus']}, K={sweep['k']}, {sweep['mode']}):",
+            "",
+            "| particles | seed | left-to-right | s |",
+            "|---:|---:|---:|---:|",
+        ]
+        for r in sweep["rows"]:
+            lines.append(
+                f"| {r['particles']} | {r['seed']} | {r['heldout_loglik']:.4f} "
+                f"| {r['seconds']:.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def _save(path: str, out: dict) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -150,7 +189,12 @@ def main(argv=None) -> int:
     p.add_argument("--master", default=None)
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--out", default="evaluators.json")
+    p.add_argument("--table", metavar="JSON", help="print a results file's tables; run nothing")
     args = p.parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            print(markdown(json.load(f)))
+        return 0
     args.passes = dict(parse_items(args.passes, int))
     held = dict(parse_items(args.heldout, int))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -167,6 +211,7 @@ def main(argv=None) -> int:
         run_corpus(spark, name, int(k), args, int(held.get(name, 1000)), out)
     out["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     _save(args.out, out)
+    print(markdown(out))
     spark.stop()
     return 0
 

@@ -52,6 +52,11 @@ def trained(spark, tmp_path_factory):
         "describe": [r.asDict() for r in model.describeTopics(5).orderBy("topic").collect()],
         "loglik": model.logLikelihood(counted),
         "logperplexity": model.logPerplexity(counted),
+        "left_to_right": LDAModel(topics)
+        .setSeed(4)
+        .setEvaluator("left_to_right")
+        .setParticles(2)
+        .logLikelihood(counted),
     }
 
 
@@ -86,6 +91,9 @@ def test_classic_model_serves_scores_and_saves_under_connect(spark, trained, con
     assert np.isfinite(ll_c) and ll_c < 0
     assert ll_c == pytest.approx(ll_s, rel=1e-6)
     assert loaded.logPerplexity(counted_c) == pytest.approx(trained["logperplexity"], rel=1e-6)
+    # the left-to-right estimate of the whole documents, the same under Connect
+    ltr = loaded.copy().setEvaluator("left_to_right").setParticles(2)
+    assert ltr.logLikelihood(counted_c) == pytest.approx(trained["left_to_right"], rel=1e-6)
     # saves from Connect (plain, then overwrite) load in the classic session
     path = str(base / "from-connect")
     loaded.setSeed(21).write().save(path)

@@ -79,7 +79,7 @@ def run_corpus(spark, name: str, k: int, args, held: int, out: dict) -> None:
     rows = out.setdefault("rows", [])
     first_model = None
     try:
-        for mode in MODES:
+        for mode in args.modes:
             passes = args.passes.get(mode, PASSES.get(mode, DEFAULT_PASSES))
             params = TrainParams(
                 algorithm=mode, k=k, passes=passes, heldout_count=held, seed=args.seed
@@ -182,6 +182,7 @@ def main(argv=None) -> int:
     p.add_argument("--corpora", default="uci_kos:50,lda_newsgroups:100")
     p.add_argument("--heldout", default="uci_kos:430,lda_newsgroups:300")
     p.add_argument("--passes", default="", help="MODE=N items overriding PASSES")
+    p.add_argument("--modes", default="", help="the modes to fit (default: every mode)")
     p.add_argument("--particles", type=int, default=10)
     p.add_argument("--particle-sweep", action="store_true")
     p.add_argument("--seed", type=int, default=0)
@@ -196,6 +197,7 @@ def main(argv=None) -> int:
             print(markdown(json.load(f)))
         return 0
     args.passes = dict(parse_items(args.passes, int))
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()] or list(MODES)
     held = dict(parse_items(args.heldout, int))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     spark = build_session(args.master, args.driver_memory)
@@ -205,7 +207,7 @@ def main(argv=None) -> int:
         "machine": machine_info(spark),
         "particles": args.particles,
         "seed": args.seed,
-        "modes": list(MODES),
+        "modes": args.modes,
     }
     for name, k in parse_items(args.corpora, int):
         run_corpus(spark, name, int(k), args, int(held.get(name, 1000)), out)

@@ -55,9 +55,10 @@ def draw_topic(row, nk, alpha, u):
     return max(k for k in range(k_topics) if float(row[k]) * (nk[k] + alpha[k]) > 0.0)
 
 
-def left_to_right_doc(terms, counts, phi, alpha, particles, seed, doc_id):
+def left_to_right_doc(terms, counts, phi, alpha, particles, seed, doc_id, resample=True):
     """log p(w | Φ, α) of one document (global ``terms`` and their ``counts``; ``phi``
-    (V, K) rows by term) by the left-to-right estimate with ``particles`` particles."""
+    (V, K) rows by term) by the left-to-right estimate with ``particles`` particles.
+    ``resample=False``: Algorithm 3 as Wallach et al. print it (no resampling step)."""
     k_topics = phi.shape[1]
     alpha = alpha_list(alpha, k_topics)
     alpha_sum = 0.0
@@ -83,7 +84,7 @@ def left_to_right_doc(terms, counts, phi, alpha, particles, seed, doc_id):
         for x in p:
             sum_p += x
         loglik += math.log(sum_p / particles) if sum_p > 0 else -math.inf
-        if n > 0 and particles > 1:  # systematic resampling
+        if resample and n > 0 and particles > 1:  # systematic resampling
             u0 = rng.next()
             if sum_p > 0.0:
                 cum = list(itertools.accumulate(p))

@@ -173,6 +173,18 @@ def loglik_case(k, dtype):
     return kernels.loglik_block, [indptr, local, counts, phi, theta]
 
 
+def left_to_right_case(k, dtype):
+    from sparklda.kernels.left_to_right import left_to_right_block
+
+    rng = np.random.default_rng(k)
+    indptr, local, counts = random_block(rng, n_docs=10)
+    phi = rng.random((40, k)) + 0.01
+    phi /= phi.sum(0)
+    ids = np.arange(10, dtype=np.int64) * 7 + 3
+    inputs = [ids, indptr, local, counts.astype(dtype), phi.astype(dtype)]
+    return (lambda *a: left_to_right_block(*a, 0.1, 3, 5)), inputs
+
+
 def add_scaled_rows_case(k, dtype):
     rng = np.random.default_rng(k)
     base = rng.random((40, k))
@@ -215,6 +227,7 @@ CASES = {
     "svb_estep_block": svb_case,
     "foldin_block": foldin_case,
     "loglik_block": loglik_case,
+    "left_to_right_block": left_to_right_case,
     "add_scaled_rows": add_scaled_rows_case,
     "scatter_add_rows": scatter_add_rows_case,
     "dirichlet_expectation_2d": dirichlet_case,

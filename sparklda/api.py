@@ -76,7 +76,8 @@ def fit(
     initial = None
     if initial_model is not None:
         source, initial = align_initial(initial_model, source, params)
-    check_model_memory(source.vocab_size, params.k, params.dtype)  # before any allocation
+    # before any allocation
+    check_model_memory(source.vocab_size, params.k, params.dtype, placement=params.model_placement)
     for cb in callbacks:
         hook = getattr(cb, "on_build_start", None)
         if hook is not None:

@@ -26,6 +26,7 @@ from .classic import (
 from .frame import DataFrameExecutor, FrameBackend
 from .scoring import HeldoutScore
 from .select import backend_for, backend_of
+from .sharded import ShardedExecutor, driver_limits
 from .tasks import (
     advance_partition,
     check_restored_state,
@@ -45,12 +46,14 @@ __all__ = [
     "HeldoutScore",
     "PeriodicCheckpointer",
     "RoundOutput",
+    "ShardedExecutor",
     "advance_partition",
     "backend_for",
     "backend_of",
     "check_restored_state",
     "combine_on_executors",
     "direct_result_hint",
+    "driver_limits",
     "init_partition",
     "merge_pieces",
     "shard_pieces",

@@ -84,6 +84,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         minGain=_TP.min_gain,
         patience=_TP.patience,
         execution="auto",
+        modelPlacement="driver",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -122,6 +123,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         minGain=_TP.min_gain,
         patience=_TP.patience,
         execution="auto",
+        modelPlacement="driver",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -241,6 +243,10 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setExecution(self, value):
         """Set :py:attr:`execution`."""
         return self._set(execution=value)
+
+    def setModelPlacement(self, value):
+        """Set :py:attr:`modelPlacement`."""
+        return self._set(modelPlacement=value)
 
     def setCheckpointDir(self, value):
         """Set :py:attr:`checkpointDir`."""

@@ -73,6 +73,7 @@ TRAIN_PARAM_NAMES = {
     "minGain": "min_gain",
     "patience": "patience",
     "execution": "execution",
+    "modelPlacement": "model_placement",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -306,6 +307,12 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     execution = Param(
         Params._dummy(), "execution", _doc("execution"), typeConverter=TypeConverters.toString
     )
+    modelPlacement = Param(
+        Params._dummy(),
+        "modelPlacement",
+        _doc("modelPlacement"),
+        typeConverter=TypeConverters.toString,
+    )
     vocabulary = Param(
         Params._dummy(),
         "vocabulary",
@@ -351,6 +358,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             minGain=_TP.min_gain,
             patience=_TP.patience,
             execution=_TP.execution,
+            modelPlacement=_TP.model_placement,
             checkpointDir=None,
             vocabulary=None,
             initialModel=None,
@@ -428,6 +436,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getExecution(self) -> str:
         return self.getOrDefault(self.execution)
+
+    def getModelPlacement(self) -> str:
+        return self.getOrDefault(self.modelPlacement)
 
     def getVocabulary(self):
         return self.getOrDefault(self.vocabulary)

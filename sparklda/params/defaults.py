@@ -10,6 +10,11 @@ ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb", "map")
 SEEDED_ALGORITHMS = ("scvb0", "cvb0")
 #: How rounds run (the 'execution' parameter; docs/architecture.md, "Spark Connect path").
 EXECUTIONS = ("auto", "classic", "dataframe")
+#: Where the model lives during training (the 'model_placement' parameter;
+#: docs/architecture.md, "Memory model").
+PLACEMENTS = ("driver", "executors", "auto")
+#: The algorithms whose model can live on the executors (``model_placement="executors"``).
+SHARDED_ALGORITHMS = ("scvb0",)
 #: α, the document-topic prior, when none is given (pyspark's "auto" maps here too).
 DEFAULT_ALPHA = 0.1
 #: η, the topic-word prior, when none is given.

@@ -1,0 +1,141 @@
+"""The model placement (issue 33): the parameter, the driver placement's memory model
+and its refusals, and the model on the executors (sharded by term), which gives the
+driver placement's model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sparklda.api import fit
+from sparklda.errors import ParamError
+from sparklda.limits import DriverNeed, driver_need, placement_for
+from sparklda.modes.scvb0 import initial_rows
+from sparklda.params import TrainParams
+from sparklda.stats import shard_bounds
+from tests.helpers import planted_source
+
+GiB = 1 << 30
+
+
+# -- the parameter ----------------------------------------------------------------
+
+
+def test_model_placement_defaults_to_the_driver_and_takes_three_values():
+    assert TrainParams().model_placement == "driver"
+    for value in ("driver", "executors", "auto"):
+        TrainParams(model_placement=value).validate()
+    with pytest.raises(ParamError, match=r"'model_placement' parameter of LDA must be one of"):
+        TrainParams(model_placement="gpu").validate()
+
+
+def test_executors_placement_is_refused_for_modes_without_a_sharded_update():
+    with pytest.raises(ParamError, match=r"'cvb0' algorithm does not support yet"):
+        TrainParams(algorithm="cvb0", model_placement="executors").validate()
+    with pytest.raises(ParamError, match=r"does not learn η yet: set 'optimize_eta' to false"):
+        TrainParams(model_placement="executors", optimize_eta=True).validate()
+    TrainParams(algorithm="cvb0", model_placement="auto").validate()
+
+
+def test_the_pyspark_param_and_the_toml_key_set_it():
+    from sparklda.cli.config import train_params
+    from sparklda.ml import LDA
+
+    lda = LDA(k=3, modelPlacement="executors")
+    assert lda.getModelPlacement() == "executors"
+    assert lda._train_params().model_placement == "executors"
+    assert LDA(k=3)._train_params().model_placement == "driver"
+    with pytest.raises(ParamError, match=r"'modelPlacement' parameter of LDA is 'executors'"):
+        LDA(k=3, algorithm="cvb", modelPlacement="executors")._train_params()
+    tp = train_params({"training": {"k": 3, "model_placement": "auto"}})
+    assert tp.model_placement == "auto"
+
+
+# -- the memory model ---------------------------------------------------------------
+
+
+def test_driver_need_follows_the_memory_model():
+    v, k = 500_000, 200
+    need = driver_need(v, k, "float32", "scvb0")  # a round that ships every row
+    assert need.python == {
+        "model": 8 * v * k,
+        "mirror": 4 * v * k,
+        "round value": 4 * v * k,
+        "its serialized copy": 4 * v * k,
+        "merged statistics": 8 * v * k,
+    }
+    assert need.jvm == {"broadcast": 4 * v * k, "results": 8 * v * k}
+    small = driver_need(v, k, "float32", "scvb0", round_rows=1000)
+    assert small.python_total == 12 * v * k + (4 + 4 + 8) * 1000 * k
+    cvb = driver_need(v, k, "float64", "cvb")
+    assert cvb.python["model"] == 16 * v * k and "mirror" not in cvb.python
+    assert driver_need(v, k, "float64", "svb").python["mirror"] == 8 * v * k
+
+
+def test_auto_keeps_the_driver_while_it_fits_and_the_driver_placement_refuses_up_front():
+    need = DriverNeed({"model": 3 * GiB}, {"broadcast": GiB // 2})
+    assert placement_for("auto", need, 8 * GiB, 2 * GiB) == "driver"
+    assert placement_for("driver", need, None, None) == "driver"  # unknown: not checked
+    assert placement_for("auto", need, 2 * GiB, 2 * GiB) == "executors"
+    assert placement_for("auto", need, 8 * GiB, GiB // 4) == "executors"
+    assert placement_for("executors", need, 1, 1) == "executors"
+    with pytest.raises(ParamError) as e:
+        placement_for("driver", need, 8 * GiB, GiB // 4)
+    msg = str(e.value)
+    assert "512.0 MiB in the driver's JVM, whose heap is 256.0 MiB (spark.driver.memory)" in msg
+    assert "set 'model_placement' to 'executors'" in msg
+    with pytest.raises(ParamError, match=r"3.0 GiB in the driver's Python process.*pythonMemory"):
+        placement_for("driver", need, GiB, None)
+    with pytest.raises(ParamError, match=r"the executors cannot hold it instead \(Connect\)"):
+        placement_for("auto", need, GiB, None, executors_ok=False, why_not="Connect")
+
+
+def test_a_training_run_refuses_the_driver_placement_before_the_first_round(spark):
+    source = planted_source(spark)
+    spark.conf.set("spark.sparklda.driver.pythonMemory", "1k")
+    try:
+        with pytest.raises(ParamError, match=r"cannot live on the driver: it needs at least"):
+            fit(source, TrainParams(k=4, passes=1))
+        result = fit(source, TrainParams(k=4, passes=1, model_placement="auto"))
+    finally:
+        spark.conf.unset("spark.sparklda.driver.pythonMemory")
+    assert result.model.metadata["params"]["model_placement"] == "executors"
+
+
+# -- the model on the executors ------------------------------------------------------
+
+
+def test_initial_rows_of_a_shard_are_the_rows_of_the_whole_draw():
+    from sparklda.kernels.random import Stream
+
+    v, k = 37, 5
+    whole = np.random.default_rng([7, Stream.INIT_PHI]).random((v, k))
+    b = shard_bounds(v, 4)
+    got = np.concatenate([initial_rows(7, k, int(b[s]), int(b[s + 1])) for s in range(4)])
+    np.testing.assert_array_equal(got, whole)
+
+
+SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 40, "passes": 3}
+
+
+@pytest.fixture(scope="module")
+def source(spark):
+    return planted_source(spark)
+
+
+def _fit(source, **kw):
+    return fit(source, TrainParams(**{**SCVB0, "heldout_count": 16, **kw}))
+
+
+@pytest.mark.parametrize("tasks", [2, 8])
+def test_scvb0_on_the_executors_gives_the_driver_placements_model(source, tasks):
+    driver = _fit(source, parts_per_slice=tasks)
+    sharded = _fit(source, parts_per_slice=tasks, model_placement="executors")
+    np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
+    assert sharded.model.metadata["params"]["model_placement"] == "executors"
+    assert sharded.report["mode"]["model_placement"] == "executors"
+    scores = [r.evaluations[-1]["heldout_loglik"] for r in (sharded, driver)]
+    np.testing.assert_allclose(scores[0], scores[1], rtol=1e-9)
+    for row in sharded.rounds:
+        assert row["merged_bytes"] == 0  # no rows of the model reach the driver
+        assert row["driver_bytes"] < 64 * SCVB0["k"] * 4

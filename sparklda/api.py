@@ -22,7 +22,7 @@ from .limits import check_model_memory
 from .model import TopicModel
 from .modes import MODES
 from .params import TrainParams
-from .training import Callback, TrainResult, train
+from .training import Callback, TrainResult, check_placement, train
 from .warmstart import align_initial
 
 __all__ = [
@@ -83,6 +83,7 @@ def fit(
         if hook is not None:
             hook(source.what)
     backend = source_backend(source, params)
+    check_placement(backend.name, params)  # before the corpus is built
 
     def on_phase(phase: str, counts: dict) -> None:
         for cb in callbacks:

@@ -203,6 +203,25 @@ def _round_rows(corpus: Corpus, params: TrainParams) -> int:
     return max(len(corpus.slice_terms(s)) for s in range(int(corpus.n_slices)))
 
 
+def check_placement(backend: str, params: TrainParams) -> str:
+    """Why the executors cannot hold the model of a run on ``backend`` ("classic" or
+    "dataframe") with ``params`` ("" when they can); a :class:`ParamError` when
+    ``model_placement`` asks for them anyway (before the corpus is built)."""
+    why_not = ""
+    if backend != "classic":
+        why_not = "the DataFrame backend (Spark Connect) keeps the model on the driver so far"
+    elif params.algorithm not in SHARDED_ALGORITHMS:
+        why_not = f"the {params.algorithm!r} algorithm keeps it on the driver so far"
+    elif params.optimize_eta:
+        why_not = "learning η reads every row on the driver"
+    if params.model_placement == "executors" and why_not:
+        raise ParamError(
+            f"The 'model_placement' parameter is 'executors', but {why_not}; set it to "
+            f"'driver' or 'auto'."
+        )
+    return why_not
+
+
 def resolve_placement(corpus: Corpus, params: TrainParams) -> str:
     """Where the model lives: ``params.model_placement``, "auto" decided from the memory
     model (:func:`sparklda.limits.driver_need` against the driver's Python memory and
@@ -210,18 +229,7 @@ def resolve_placement(corpus: Corpus, params: TrainParams) -> str:
     "executors" where the executors cannot hold the model (the DataFrame backend, an
     algorithm without a sharded update), are refused (:class:`ParamError`)."""
     requested = params.model_placement
-    why_not = ""
-    if backend_of(corpus).name != "classic":
-        why_not = "the DataFrame backend (Spark Connect) keeps the model on the driver so far"
-    elif params.algorithm not in SHARDED_ALGORITHMS:
-        why_not = f"the {params.algorithm!r} algorithm keeps it on the driver so far"
-    elif params.optimize_eta:
-        why_not = "learning η reads every row on the driver"
-    if requested == "executors" and why_not:
-        raise ParamError(
-            f"The 'model_placement' parameter is 'executors', but {why_not}; set it to "
-            f"'driver' or 'auto'."
-        )
+    why_not = check_placement(backend_of(corpus).name, params)
     need = driver_need(
         corpus.vocab_size, params.k, params.dtype, params.algorithm, _round_rows(corpus, params)
     )

@@ -13,6 +13,7 @@ from sparklda.limits import DriverNeed, driver_need, placement_for
 from sparklda.modes.scvb0 import initial_rows
 from sparklda.params import TrainParams
 from sparklda.stats import shard_bounds
+from sparklda.training import Callback
 from tests.helpers import planted_source
 
 GiB = 1 << 30
@@ -90,6 +91,7 @@ def test_auto_keeps_the_driver_while_it_fits_and_the_driver_placement_refuses_up
         placement_for("auto", need, GiB, None, executors_ok=False, why_not="Connect")
 
 
+@pytest.mark.slow
 def test_a_training_run_refuses_the_driver_placement_before_the_first_round(spark):
     source = planted_source(spark)
     spark.conf.set("spark.sparklda.driver.pythonMemory", "1k")
@@ -100,6 +102,12 @@ def test_a_training_run_refuses_the_driver_placement_before_the_first_round(spar
     finally:
         spark.conf.unset("spark.sparklda.driver.pythonMemory")
     assert result.model.metadata["params"]["model_placement"] == "executors"
+
+
+def test_the_dataframe_backend_refuses_the_executors_placement_before_building(spark):
+    source = planted_source(spark)
+    with pytest.raises(ParamError, match=r"DataFrame backend \(Spark Connect\) keeps the model"):
+        fit(source, TrainParams(k=4, execution="dataframe", model_placement="executors"))
 
 
 # -- the model on the executors ------------------------------------------------------
@@ -127,6 +135,7 @@ def _fit(source, **kw):
     return fit(source, TrainParams(**{**SCVB0, "heldout_count": 16, **kw}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tasks", [2, 8])
 def test_scvb0_on_the_executors_gives_the_driver_placements_model(source, tasks):
     driver = _fit(source, parts_per_slice=tasks)
@@ -139,3 +148,64 @@ def test_scvb0_on_the_executors_gives_the_driver_placements_model(source, tasks)
     for row in sharded.rounds:
         assert row["merged_bytes"] == 0  # no rows of the model reach the driver
         assert row["driver_bytes"] < 64 * SCVB0["k"] * 4
+
+
+VARIANTS = {
+    "learned_alpha": {"optimize_alpha": True},
+    "seeded": {"seed_topics": {"0": ["w0", "w1"]}, "seed_confidence": 0.5},
+    "float64": {"dtype": "float64", "exclude_token": False},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_scvb0_variants_on_the_executors_give_the_driver_placements_model(source, variant):
+    kw = {"parts_per_slice": 2, "passes": 2, **VARIANTS[variant]}
+    driver = _fit(source, **kw)
+    sharded = _fit(source, model_placement="executors", **kw)
+    np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
+    np.testing.assert_allclose(sharded.model.alpha, driver.model.alpha, rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_a_warm_start_on_the_executors_gives_the_driver_placements_model(source):
+    first = _fit(source, passes=1, parts_per_slice=2)
+    kw = {"passes": 1, "parts_per_slice": 2, "seed": 5}
+    driver = fit(source, TrainParams(**{**SCVB0, **kw}), initial_model=first.model)
+    sharded = fit(
+        source,
+        TrainParams(**{**SCVB0, **kw, "model_placement": "executors"}),
+        initial_model=first.model,
+    )
+    np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt(Callback):
+    def __init__(self, n):
+        self.n = n
+
+    def on_round(self, record):
+        if record["round"] == self.n:
+            raise Crash(f"killed after round {self.n}")
+
+
+@pytest.mark.slow
+def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(source, tmp_path):
+    kw = {"parts_per_slice": 2, "checkpoint_interval": 2}
+    full = _fit(source, **kw)
+    ck = str(tmp_path / "ck")
+    sharded = TrainParams(
+        **{**SCVB0, **kw, "heldout_count": 16, "model_placement": "executors", "checkpoint_dir": ck}
+    )
+    with pytest.raises(Crash):
+        fit(source, sharded, callbacks=[CrashAt(7)])
+    resumed = fit(source, sharded, resume=True)
+    assert resumed.report["resumed_after_round"] == 6
+    np.testing.assert_allclose(resumed.model.topic_word, full.model.topic_word, rtol=1e-9)
+    # the shards' lineage is cut every checkpoint_interval rounds
+    assert any(r["checkpointed"] for r in resumed.rounds[6:])
+    assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[6:])

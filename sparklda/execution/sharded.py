@@ -192,6 +192,7 @@ class ShardedExecutor(ClassicExecutor):
         self.model = None  # RDD: one (shard, lo, base, mirror, summary) per partition
         self.requests = None  # RDD: (shard, (partition, terms)), partitioned by shard
         self.k = 0
+        self.since_cut = 0
 
     # -- the shards ------------------------------------------------------------
     def _start(self, mode) -> None:
@@ -292,11 +293,11 @@ class ShardedExecutor(ClassicExecutor):
         t2 = time.perf_counter()
         shards = [st for _, st in sorted(summaries, key=lambda e: e[0])]
         stats = concat_shards(shards)
-        self._info = {
-            "checkpointed": bool(marked and self.checkpointer.last_cut),
-            "lineage_depth": self.checkpointer.lineage_depth(),
-            "model_placement": "executors",
-        }
+        cut = bool(marked and self.checkpointer.last_cut)
+        self.since_cut = 0 if cut else self.since_cut + 1
+        # generations since the last checkpoint (toDebugString's tree of a generation
+        # reading the one before twice doubles with each round)
+        self._info = {"checkpointed": cut, "lineage_rounds": self.since_cut}
         return RoundOutput(
             [],
             timings={"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},

@@ -31,7 +31,9 @@ def test_model_placement_defaults_to_the_driver_and_takes_three_values():
 
 
 def test_executors_placement_is_refused_for_modes_without_a_sharded_update():
-    with pytest.raises(ParamError, match=r"'cvb0' algorithm does not support yet"):
+    with pytest.raises(
+        ParamError, match=r"'cvb0' algorithm does not support yet \(only \['scvb0', 'svb'\]\)"
+    ):
         TrainParams(algorithm="cvb0", model_placement="executors").validate()
     with pytest.raises(ParamError, match=r"does not learn η yet: set 'optimize_eta' to false"):
         TrainParams(model_placement="executors", optimize_eta=True).validate()
@@ -167,6 +169,21 @@ def test_scvb0_variants_on_the_executors_give_the_driver_placements_model(source
     np.testing.assert_allclose(sharded.model.alpha, driver.model.alpha, rtol=1e-9)
 
 
+SVB = {"algorithm": "svb", "learning_offset": 10.0, "parts_per_slice": 2, "passes": 2}
+SVB_VARIANTS = {"online": {}, "learned_alpha": {"optimize_alpha": True}, "batch": {"batch": True}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(SVB_VARIANTS))
+def test_svb_on_the_executors_gives_the_driver_placements_model(source, variant):
+    kw = {**SVB, **SVB_VARIANTS[variant]}
+    driver = _fit(source, **kw)
+    sharded = _fit(source, model_placement="executors", **kw)
+    np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
+    np.testing.assert_allclose(sharded.model.alpha, driver.model.alpha, rtol=1e-9)
+    assert all(r["merged_bytes"] == 0 for r in sharded.rounds)
+
+
 @pytest.mark.slow
 def test_a_warm_start_on_the_executors_gives_the_driver_placements_model(source):
     first = _fit(source, passes=1, parts_per_slice=2)
@@ -194,8 +211,11 @@ class CrashAt(Callback):
 
 
 @pytest.mark.slow
-def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(source, tmp_path):
+@pytest.mark.parametrize("algorithm", ["scvb0", "svb"])
+def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(source, tmp_path, algorithm):
     kw = {"parts_per_slice": 2, "checkpoint_interval": 2}
+    if algorithm == "svb":
+        kw.update(algorithm="svb", learning_offset=10.0)
     full = _fit(source, **kw)
     ck = str(tmp_path / "ck")
     sharded = TrainParams(

@@ -106,18 +106,18 @@ def request_pieces(bounds: np.ndarray) -> Callable[[int, Iterable], Iterator]:
     return run
 
 
-def serve_rows(positions: dict[int, int]) -> Callable[[tuple], Iterator]:
+def serve_rows(positions: dict[int, int], fetch: Callable) -> Callable[[tuple], Iterator]:
     """One shard's answer to the requests of a round's partitions (``positions``:
     partition -> its place in the round): ``(place, (shard, terms, rows))`` for each,
-    the rows in the kernels' dtype."""
+    ``rows = fetch(base, mirror, local rows)`` (the mode's round value of those terms)."""
 
     def run(pair):
         requests, shards = pair
-        s, lo, _, mirror, _ = shards[0]
+        s, lo, base, mirror, _ = shards[0]
         for _, (p, terms) in requests:
             i = positions.get(p)
             if i is not None:
-                yield i, (s, terms, mirror[np.asarray(terms, dtype=np.int64) - lo])
+                yield i, (s, terms, fetch(base, mirror, np.asarray(terms, dtype=np.int64) - lo))
 
     return run
 
@@ -205,6 +205,7 @@ class ShardedExecutor(ClassicExecutor):
             self.sc, self.lineage_interval, f"the {mode.name} model's shards"
         )
         array, rows_fn, mass = mode.initial_rows()
+        mirror = mode.sharded_mirror
         if array is not None:
             data = [(s, int(bounds[s]), array[bounds[s] : bounds[s + 1]]) for s in range(n)]
             raw = self.sc.parallelize(data, n)
@@ -226,7 +227,7 @@ class ShardedExecutor(ClassicExecutor):
             base = np.array(base, dtype=np.float64)
             if factor is not None:
                 base *= factor
-            return s, lo, base, base.astype(dtype), None
+            return s, lo, base, base.astype(dtype) if mirror else None, None
 
         model = raw.map(first).setName(f"sparklda {mode.name} model shards (initial)")
         self.checkpointer.update(model)
@@ -267,7 +268,7 @@ class ShardedExecutor(ClassicExecutor):
         served = (
             self.requests.glom()
             .zip(self.model.glom())
-            .flatMap(serve_rows(positions))
+            .flatMap(serve_rows(positions, mode.fetch_rows(t)))
             .partitionBy(len(parts), _identity)
         )
         blocks = pruned(self.corpus.train, parts)

@@ -106,6 +106,10 @@ def shard_update(step: RowStep, k: int, with_extras: bool) -> Callable:
     return run
 
 
+def _mirror_rows(base, mirror, idx):
+    return mirror[idx]
+
+
 def initial_rows(seed: int, k: int, lo: int, hi: int) -> np.ndarray:
     """Rows ``lo … hi−1`` of the random initial N^Φ before its scaling: the rows
     ``np.random.default_rng([seed, Stream.INIT_PHI]).random((V, K))`` has there, drawn
@@ -348,6 +352,13 @@ class SCVB0(Mode):
             return initial_rows(seed, k, lo, hi)
 
         return None, rows, self.init_mass
+
+    #: the shards keep their rows in the kernels' dtype too (what they serve)
+    sharded_mirror = True
+
+    def fetch_rows(self, t: int) -> Callable:
+        """A shard's round value of its rows ``idx``: their mirror rows."""
+        return _mirror_rows
 
     def start_sharded(self, nz: np.ndarray) -> None:
         """The column sums of the sharded initial N^Φ (N^Z), unless already known."""

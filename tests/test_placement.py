@@ -125,6 +125,20 @@ def test_initial_rows_of_a_shard_are_the_rows_of_the_whole_draw():
     np.testing.assert_array_equal(got, whole)
 
 
+def test_a_shards_exp_elog_beta_rows_are_the_whole_arrays_rows():
+    from sparklda.kernels import digamma, dirichlet_expectation_2d, dirichlet_expectation_given
+    from sparklda.modes.svb import exp_dirichlet_expectation, exp_elog_rows
+
+    lam = np.random.default_rng(1).gamma(100.0, 0.01, size=(23, 6))
+    psi = np.array([digamma(float(c)) for c in lam.sum(axis=0)])
+    idx = np.array([0, 4, 5, 22])
+    whole = dirichlet_expectation_2d(np.ascontiguousarray(lam.T))
+    np.testing.assert_array_equal(dirichlet_expectation_given(lam[idx], psi), whole[:, idx].T)
+    for dtype in (np.float32, np.float64):
+        served = exp_elog_rows(psi, dtype)(lam, None, idx)
+        np.testing.assert_array_equal(served, exp_dirichlet_expectation(lam, dtype)[idx])
+
+
 SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 40, "passes": 3}
 
 

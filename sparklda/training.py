@@ -244,6 +244,15 @@ def resolve_placement(corpus: Corpus, params: TrainParams) -> str:
         "?" if python is None else format_bytes(python),
         "?" if jvm is None else format_bytes(jvm),
     )
+    collected = 3 * 8 * int(corpus.vocab_size) * int(params.k)
+    if placement == "executors" and python is not None and collected > python:
+        log.warning(
+            "the model lives on the executors during the rounds, but evaluation, checkpoints "
+            "and the end of training still collect it to the driver (about %s: the V×K "
+            "statistics and their copies), more than the driver's %s of Python memory",
+            format_bytes(collected),
+            format_bytes(python),
+        )
     return placement
 
 

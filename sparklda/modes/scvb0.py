@@ -88,14 +88,17 @@ def apply_row_step(base, mirror, terms, rows, step: RowStep) -> np.ndarray:
     return totals
 
 
-def shard_update(step: RowStep, k: int, with_extras: bool) -> Callable:
+def shard_update(step: RowStep, k: int, with_extras: bool, dtype) -> Callable:
     """``update(base, mirror, terms, rows) -> (totals, extras)`` of one term shard (its
-    local row indices ``terms``; ``rows`` None when the round touched none of its terms),
-    built from plain values: the learned prior's extra columns split off (their column
-    sums, None without them), then :func:`apply_row_step`."""
+    local row indices ``terms``; ``rows`` None when the round touched none of its terms;
+    ``mirror`` None when the shard keeps no copy in the kernels' ``dtype``), built from
+    plain values: the learned prior's extra columns split off (their column sums, None
+    without them), then :func:`apply_row_step`."""
 
     def run(base, mirror, terms, rows):
         extras = None
+        if mirror is None:  # a shard keeps base only: its mirror is base cast, a scratch here
+            mirror = np.empty(base.shape, dtype=dtype)
         if rows is None:
             terms = np.zeros(0, dtype=np.int64)
             rows = np.zeros((0, k + (k + 1 if with_extras else 0)), dtype=np.float64)
@@ -106,8 +109,16 @@ def shard_update(step: RowStep, k: int, with_extras: bool) -> Callable:
     return run
 
 
-def _mirror_rows(base, mirror, idx):
-    return mirror[idx]
+def cast_rows(dtype) -> Callable:
+    """A shard's round value of its rows ``idx``: its rows of ``base`` in the kernels'
+    ``dtype``, the values the driver's mirror has there (the mirror is always ``base``
+    cast: :func:`apply_row_step` keeps it so)."""
+    dtype = np.dtype(dtype)
+
+    def run(base, mirror, idx):
+        return base[idx].astype(dtype)
+
+    return run
 
 
 def initial_rows(seed: int, k: int, lo: int, hi: int) -> np.ndarray:
@@ -295,7 +306,7 @@ class SCVB0(Mode):
         self._steps[t] = (rho, step)
         if step is None:
             return None
-        return shard_update(step, self.params.k, bool(self.params.optimize_alpha))
+        return shard_update(step, self.params.k, bool(self.params.optimize_alpha), self.dtype)
 
     def update(self, stats, t):
         p = self.params
@@ -353,12 +364,12 @@ class SCVB0(Mode):
 
         return None, rows, self.init_mass
 
-    #: the shards keep their rows in the kernels' dtype too (what they serve)
-    sharded_mirror = True
+    #: the shards keep base only (8 bytes a value) and cast the rows they serve
+    sharded_mirror = False
 
     def fetch_rows(self, t: int) -> Callable:
-        """A shard's round value of its rows ``idx``: their mirror rows."""
-        return _mirror_rows
+        """A shard's round value of its rows ``idx``: :func:`cast_rows`."""
+        return cast_rows(self.dtype)
 
     def start_sharded(self, nz: np.ndarray) -> None:
         """The column sums of the sharded initial N^Φ (N^Z), unless already known."""

@@ -22,7 +22,7 @@ from .limits import check_model_memory
 from .model import TopicModel
 from .modes import MODES
 from .params import TrainParams
-from .training import Callback, TrainResult, train
+from .training import Callback, TrainResult, check_placement, train
 from .warmstart import align_initial
 
 __all__ = [
@@ -76,12 +76,14 @@ def fit(
     initial = None
     if initial_model is not None:
         source, initial = align_initial(initial_model, source, params)
-    check_model_memory(source.vocab_size, params.k, params.dtype)  # before any allocation
+    # before any allocation
+    check_model_memory(source.vocab_size, params.k, params.dtype, placement=params.model_placement)
     for cb in callbacks:
         hook = getattr(cb, "on_build_start", None)
         if hook is not None:
             hook(source.what)
     backend = source_backend(source, params)
+    check_placement(backend.name, params)  # before the corpus is built
 
     def on_phase(phase: str, counts: dict) -> None:
         for cb in callbacks:

@@ -40,6 +40,7 @@ RESUMABLE_CHANGES = frozenset(
         "eval_every",
         "checkpoint_interval",
         "checkpoint_dir",
+        "model_placement",  # the same model on the driver or the executors
         "checkpoint_seconds",
         "keep_checkpoint",
         "combine",

@@ -17,18 +17,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .checkpoint import TrainingCheckpoints
 from .corpus import Corpus
 from .errors import ParamError
-from .execution import Executor, RoundOutput, backend_of, evaluator_spec
-from .limits import check_model_memory
+from .execution import (
+    Executor,
+    RoundOutput,
+    ShardedExecutor,
+    backend_of,
+    driver_limits,
+    evaluator_spec,
+)
+from .limits import check_model_memory, driver_need, format_bytes, placement_for
 from .model import TopicModel
 from .modes import MODES, Mode
-from .params import TrainParams
+from .params import SHARDED_ALGORITHMS, TrainParams
 from .stats import TopicStats, normalize_topics
 
 log = logging.getLogger("sparklda.training")
@@ -173,7 +180,10 @@ def train(
             f"The initial model has shape {initial_topic_word.shape}; this corpus "
             f"needs ({corpus.vocab_size}, {params.k}) (vocabulary size, k)."
         )
-    check_model_memory(corpus.vocab_size, params.k, params.dtype)
+    placement = resolve_placement(corpus, params)
+    if placement != params.model_placement:
+        params = replace(params, model_placement=placement)
+    check_model_memory(corpus.vocab_size, params.k, params.dtype, placement=placement)
     start = clock_start if clock_start is not None else time.perf_counter()
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)
     if executor is None:
@@ -185,8 +195,72 @@ def make_executor(corpus: Corpus, params: TrainParams, mode: Mode) -> Executor:
     """How ``mode``'s rounds run on ``corpus``: the executor of the corpus's backend
     (RDDs, or DataFrames for a corpus built on the DataFrame path), a stateful mode's
     states checkpointed every ``checkpoint_interval``."""
+    if params.model_placement == "executors":
+        return ShardedExecutor(corpus, params.checkpoint_interval)
     interval = params.checkpoint_interval if mode.stateful else 0
     return backend_of(corpus).executor(corpus, interval, params.combine)
+
+
+def _round_rows(corpus: Corpus, params: TrainParams) -> int:
+    """The most distinct terms a round ships under the driver placement: SCVB0's largest
+    slice vocabulary when the corpus knows it (else a slice's first round ships every
+    row), every term for the other modes."""
+    if params.algorithm != "scvb0" or getattr(corpus, "slice_bitmaps", None) is None:
+        return int(corpus.vocab_size)
+    return max(len(corpus.slice_terms(s)) for s in range(int(corpus.n_slices)))
+
+
+def check_placement(backend: str, params: TrainParams) -> str:
+    """Why the executors cannot hold the model of a run on ``backend`` ("classic" or
+    "dataframe") with ``params`` ("" when they can); a :class:`ParamError` when
+    ``model_placement`` asks for them anyway (before the corpus is built)."""
+    why_not = ""
+    if backend != "classic":
+        why_not = "the DataFrame backend (Spark Connect) keeps the model on the driver so far"
+    elif params.algorithm not in SHARDED_ALGORITHMS:
+        why_not = f"the {params.algorithm!r} algorithm keeps it on the driver so far"
+    elif params.optimize_eta:
+        why_not = "learning η reads every row on the driver"
+    if params.model_placement == "executors" and why_not:
+        raise ParamError(
+            f"The 'model_placement' parameter is 'executors', but {why_not}; set it to "
+            f"'driver' or 'auto'."
+        )
+    return why_not
+
+
+def resolve_placement(corpus: Corpus, params: TrainParams) -> str:
+    """Where the model lives: ``params.model_placement``, "auto" decided from the memory
+    model (:func:`sparklda.limits.driver_need` against the driver's Python memory and
+    JVM heap, logged with the figures); the driver placement that cannot fit, and
+    "executors" where the executors cannot hold the model (the DataFrame backend, an
+    algorithm without a sharded update), are refused (:class:`ParamError`)."""
+    requested = params.model_placement
+    why_not = check_placement(backend_of(corpus).name, params)
+    need = driver_need(
+        corpus.vocab_size, params.k, params.dtype, params.algorithm, _round_rows(corpus, params)
+    )
+    python, jvm = driver_limits(corpus)
+    placement = placement_for(requested, need, python, jvm, not why_not, why_not)
+    log.info(
+        "model placement %s (asked: %s): the driver placement needs at least %s; the "
+        "driver has %s of Python memory and a JVM heap of %s",
+        placement,
+        requested,
+        need.describe(),
+        "?" if python is None else format_bytes(python),
+        "?" if jvm is None else format_bytes(jvm),
+    )
+    collected = 3 * 8 * int(corpus.vocab_size) * int(params.k)
+    if placement == "executors" and python is not None and collected > python:
+        log.warning(
+            "the model lives on the executors during the rounds, but evaluation, checkpoints "
+            "and the end of training still collect it to the driver (about %s: the V×K "
+            "statistics and their copies), more than the driver's %s of Python memory",
+            format_bytes(collected),
+            format_bytes(python),
+        )
+    return placement
 
 
 def open_checkpoints(

@@ -213,6 +213,12 @@ sparklda.corpus.layout.LOCAL_LAYOUT_MAX_PAIRS = 0
 shuffled = fit(read_uci(spark, resolve_sample("sample:kos/docword.txt.gz"),
                         resolve_sample("sample:kos/vocab.txt")), params)
 np.save(out + "-shuffled.npy", shuffled.model.topic_word)
+# the model on the executors, sharded by term (model_placement = "executors")
+import dataclasses
+sharded = fit(read_uci(spark, resolve_sample("sample:kos/docword.txt.gz"),
+                       resolve_sample("sample:kos/vocab.txt")),
+              dataclasses.replace(params, model_placement="executors"))
+np.save(out + "-sharded.npy", sharded.model.topic_word)
 layouts = [r.report["corpus"]["laid_out_on"] for r in (result, shuffled)]
 url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/executors"
 with urllib.request.urlopen(url, timeout=30) as r:
@@ -249,6 +255,7 @@ def _drive(tmp_path, master: str, name: str) -> tuple[np.ndarray, dict]:
     with open(tmp_path / f"{name}.json") as f:
         info = json.load(f)
     info["shuffled"] = np.load(tmp_path / f"{name}-shuffled.npy")
+    info["sharded"] = np.load(tmp_path / f"{name}-sharded.npy")
     return np.load(tmp_path / f"{name}.npy"), info
 
 
@@ -332,3 +339,6 @@ def test_library_on_the_cluster_equals_local_mode(cluster, local_model, tmp_path
     # the executors (the shuffle of large corpora) the blocks, and the model, are the same
     assert info["layouts"] == ["driver", "executors"]
     np.testing.assert_array_equal(info["shuffled"], on_cluster)
+    # with the model on the executors (sharded by term, each task served its block's
+    # rows), the same model
+    np.testing.assert_allclose(info["sharded"], on_cluster, rtol=1e-9)

@@ -8,6 +8,9 @@ the driver's Python process and of its JVM during each fit (with psutil).
     PYTHONPATH=$PWD python benchmarks/scale/memory.py --out /tmp/mem_vk --docs 20000 \
         --vocab 500000 --k 200 --true-topics 50 --minibatch 10000 --runs driver:2 \
         --driver-memory 16g
+    # the model on the driver and on the executors (model_placement), side by side
+    PYTHONPATH=$PWD python benchmarks/scale/memory.py --out /tmp/mem_corpus \
+        --runs driver:2,driver:2:executors,driver:2,driver:2:executors
 """
 
 import argparse
@@ -62,8 +65,10 @@ def main() -> None:
     if not os.path.exists(args.out):
         generate(spark, spec, args.out, partitions=4)
     source = from_vectors(spark.read.parquet(args.out + "/corpus"), "features", "id")
-    runs = [(c, int(n)) for c, _, n in (x.partition(":") for x in args.runs.split(","))]
-    for combine, tasks in runs:
+    # a run: combine:tasks, or combine:tasks:placement (model_placement, default driver)
+    runs = [(x.split(":") + ["driver"])[:3] for x in args.runs.split(",")]
+    for combine, tasks_text, placement in runs:
+        tasks = int(tasks_text)
         params = TrainParams(
             k=args.k,
             passes=1,
@@ -71,6 +76,7 @@ def main() -> None:
             parts_per_slice=tasks,
             combine=combine,
             seed=0,
+            model_placement=placement,
         )
         rss = PeakRSS().start()
         result = fit(source, params)
@@ -81,7 +87,7 @@ def main() -> None:
             return float(np.median([r[key] for r in rows]))
 
         print(
-            f"combine={combine} tasks={tasks} rounds={len(rows)} "
+            f"combine={combine} tasks={tasks} placement={placement} rounds={len(rows)} "
             f"shipped_bytes={med('shipped_bytes'):.3e} driver_bytes={med('driver_bytes'):.3e} "
             f"merged_bytes={med('merged_bytes'):.3e} round_s={med('round_s'):.2f} "
             f"merge_s={med('merge_s'):.3f} "

@@ -27,6 +27,7 @@ from .classic import (
 from .frame import DataFrameExecutor, FrameBackend
 from .scoring import EVALUATORS, HeldoutScore, LeftToRight, evaluator_spec
 from .select import backend_for, backend_of
+from .sharded import ShardedExecutor, driver_limits
 from .tasks import (
     advance_partition,
     check_restored_state,
@@ -48,12 +49,14 @@ __all__ = [
     "LeftToRight",
     "PeriodicCheckpointer",
     "RoundOutput",
+    "ShardedExecutor",
     "advance_partition",
     "backend_for",
     "backend_of",
     "check_restored_state",
     "combine_on_executors",
     "direct_result_hint",
+    "driver_limits",
     "evaluator_spec",
     "init_partition",
     "merge_pieces",

@@ -12,7 +12,7 @@ from .cvb0 import cvb0_block, cvb0_init_gamma
 from .inference import foldin_block, loglik_block
 from .random import uniform_matrix, uniform_per_doc
 from .scvb0 import init_doc_stats, scvb0_block
-from .special import digamma, dirichlet_expectation_2d
+from .special import digamma, dirichlet_expectation_2d, dirichlet_expectation_given
 from .svb import svb_estep_block
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "cvb0_init_gamma",
     "digamma",
     "dirichlet_expectation_2d",
+    "dirichlet_expectation_given",
     "foldin_block",
     "init_doc_stats",
     "loglik_block",

@@ -142,3 +142,19 @@ def dirichlet_expectation_2d(arr: NDArray[np.floating[Any]]) -> NDArray[np.float
         for k in range(n_cols):
             out[i, k] = digamma(np.float64(arr[i, k])) - psi_total
     return out
+
+
+@numba.njit(**JIT_OPTIONS)
+def dirichlet_expectation_given(
+    arr: NDArray[np.floating[Any]], psi_totals: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """ψ(a_ik) − ``psi_totals[k]`` for the rows a_i of ``arr`` (n, K), in float64: E_q[log β]
+    of some terms' rows of λ (V, K) given ψ(Σ_w λ_wk) per topic, the values
+    :func:`dirichlet_expectation_2d` of λᵀ has at those terms when ``psi_totals`` are
+    ψ of its row sums."""
+    n_rows, n_cols = arr.shape
+    out = np.empty((n_rows, n_cols), dtype=np.float64)
+    for i in range(n_rows):
+        for k in range(n_cols):
+            out[i, k] = digamma(np.float64(arr[i, k])) - psi_totals[k]
+    return out

@@ -86,6 +86,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         execution="auto",
         evaluator=_TP.evaluator,
         particles=_TP.particles,
+        modelPlacement="driver",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -126,6 +127,7 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
         execution="auto",
         evaluator=_TP.evaluator,
         particles=_TP.particles,
+        modelPlacement="driver",
         checkpointDir=None,
         vocabulary=None,
         initialModel=None,
@@ -253,6 +255,10 @@ class LDA(Estimator, _LDAParams, MLReadable, MLWritable):
     def setParticles(self, value):
         """Set :py:attr:`particles`."""
         return self._set(particles=value)
+
+    def setModelPlacement(self, value):
+        """Set :py:attr:`modelPlacement`."""
+        return self._set(modelPlacement=value)
 
     def setCheckpointDir(self, value):
         """Set :py:attr:`checkpointDir`."""

@@ -75,6 +75,7 @@ TRAIN_PARAM_NAMES = {
     "execution": "execution",
     "evaluator": "evaluator",
     "particles": "particles",
+    "modelPlacement": "model_placement",
 }
 #: pyspark Param -> the candidate fields; it sets the one whose algorithms (in
 #: :data:`sparklda.params.CONSTRAINTS`) include the algorithm in use, and is ignored
@@ -317,6 +318,12 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
     particles = Param(
         Params._dummy(), "particles", _doc("particles"), typeConverter=TypeConverters.toInt
     )
+    modelPlacement = Param(
+        Params._dummy(),
+        "modelPlacement",
+        _doc("modelPlacement"),
+        typeConverter=TypeConverters.toString,
+    )
     vocabulary = Param(
         Params._dummy(),
         "vocabulary",
@@ -364,6 +371,7 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
             execution=_TP.execution,
             evaluator=_TP.evaluator,
             particles=_TP.particles,
+            modelPlacement=_TP.model_placement,
             checkpointDir=None,
             vocabulary=None,
             initialModel=None,
@@ -447,6 +455,9 @@ class _LDAParams(HasMaxIter, HasFeaturesCol, HasSeed, HasCheckpointInterval):
 
     def getParticles(self) -> int:
         return self.getOrDefault(self.particles)
+
+    def getModelPlacement(self) -> str:
+        return self.getOrDefault(self.modelPlacement)
 
     def getVocabulary(self):
         return self.getOrDefault(self.vocabulary)

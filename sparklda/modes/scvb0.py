@@ -16,6 +16,9 @@ minibatch size or the number of executors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
@@ -53,6 +56,78 @@ def round_step(
     if rho_d[0] >= 1.0:  # ρ_d falls with d: one whole step replaces the estimate
         return 1.0
     return float(-np.expm1(np.log1p(-rho_d).sum()))
+
+
+@dataclass(frozen=True)
+class RowStep:
+    """Round t's update of N^Φ's rows (Eq. 7-8 with the lazy (1−ρ) decay in ``scale``),
+    the same for every row, so that each term shard can apply it to its own rows
+    (:func:`apply_row_step`): ``reset`` zeroes every row first (ρ rounded to 1), the
+    round's merged rows are added times ``add`` (ρ·C/|M| over the new scale), then
+    every row is multiplied by ``rescale`` when the scale is folded back in (None: not
+    this round). ``factor`` (ρ·C/|M|) weighs the rows' column sums in N^Z."""
+
+    reset: bool
+    add: float
+    rescale: float | None
+    factor: float
+
+
+def apply_row_step(base, mirror, terms, rows, step: RowStep) -> np.ndarray:
+    """``step`` applied to ``base`` (float64 rows of N^Φ/scale) and ``mirror`` (the same
+    rows in the kernels' dtype): ``terms`` index the rows of ``base`` that get ``rows``
+    (the round's merged statistics). Returns the column sums of ``rows``. On the whole
+    of N^Φ this is the driver's update; on one term shard's rows it is that shard's."""
+    if step.reset:
+        base[:] = 0.0
+        mirror[:] = 0.0
+    totals = add_scaled_rows(base, mirror, terms, rows, step.add)
+    if step.rescale is not None:
+        base *= step.rescale
+        mirror[:] = base
+    return totals
+
+
+def shard_update(step: RowStep, k: int, with_extras: bool, dtype) -> Callable:
+    """``update(base, mirror, terms, rows) -> (totals, extras)`` of one term shard (its
+    local row indices ``terms``; ``rows`` None when the round touched none of its terms;
+    ``mirror`` None when the shard keeps no copy in the kernels' ``dtype``), built from
+    plain values: the learned prior's extra columns split off (their column sums, None
+    without them), then :func:`apply_row_step`."""
+
+    def run(base, mirror, terms, rows):
+        extras = None
+        if mirror is None:  # a shard keeps base only: its mirror is base cast, a scratch here
+            mirror = np.empty(base.shape, dtype=dtype)
+        if rows is None:
+            terms = np.zeros(0, dtype=np.int64)
+            rows = np.zeros((0, k + (k + 1 if with_extras else 0)), dtype=np.float64)
+        if with_extras:
+            rows, extras = split_extras(rows, k)
+        return apply_row_step(base, mirror, terms, rows, step), extras
+
+    return run
+
+
+def cast_rows(dtype) -> Callable:
+    """A shard's round value of its rows ``idx``: its rows of ``base`` in the kernels'
+    ``dtype``, the values the driver's mirror has there (the mirror is always ``base``
+    cast: :func:`apply_row_step` keeps it so)."""
+    dtype = np.dtype(dtype)
+
+    def run(base, mirror, idx):
+        return base[idx].astype(dtype)
+
+    return run
+
+
+def initial_rows(seed: int, k: int, lo: int, hi: int) -> np.ndarray:
+    """Rows ``lo … hi−1`` of the random initial N^Φ before its scaling: the rows
+    ``np.random.default_rng([seed, Stream.INIT_PHI]).random((V, K))`` has there, drawn
+    without the rows before them (PCG64 advanced past their ``lo·k`` values)."""
+    bits = np.random.PCG64(np.random.SeedSequence([seed, Stream.INIT_PHI]))
+    bits.advance(int(lo) * int(k))
+    return np.random.Generator(bits).random((int(hi) - int(lo), int(k)))
 
 
 def scvb0_kernel(
@@ -136,18 +211,32 @@ class SCVB0(Mode):
         super().__init__(corpus, params, initial_topic_word)
         v, k = corpus.vocab_size, params.k
         c = corpus.n_train_tokens
-        if initial_topic_word is not None:
-            base = np.array(initial_topic_word, dtype=np.float64)
+        #: the model on the executors (``model_placement="executors"``): ``base`` lives
+        #: there, sharded by term (:mod:`sparklda.execution.sharded`)
+        self.sharded = params.model_placement == "executors"
+        #: the sharded model collected (V×K), set by the executor that holds it
+        self.collect_base: Callable[[], np.ndarray] | None = None
+        self.start_base: np.ndarray | None = None  # sharded: a warm start's or restored N^Φ
+        self._steps: dict[int, tuple[float, RowStep | None]] = {}
+        self.init_mass = INIT_MASS * c
+        if self.sharded:
+            self.base = self.base_cast = None
+            if initial_topic_word is not None:
+                self.start_base = np.array(initial_topic_word, dtype=np.float64)
+            self.nz = None if self.start_base is None else self.start_base.sum(axis=0)
         else:
-            rng = np.random.default_rng([params.seed, Stream.INIT_PHI])
-            base = rng.random((v, k))
-            base *= INIT_MASS * c / base.sum()
-        self.base = base  # N^Φ = scale · base (lazy (1−ρ) decay)
+            if initial_topic_word is not None:
+                base = np.array(initial_topic_word, dtype=np.float64)
+            else:
+                rng = np.random.default_rng([params.seed, Stream.INIT_PHI])
+                base = rng.random((v, k))
+                base *= self.init_mass / base.sum()
+            self.base = base  # N^Φ = scale · base (lazy (1−ρ) decay)
+            self.base_cast = base.astype(self.dtype)  # what is broadcast, kept in step with base
+            self.nz = base.sum(axis=0)
         #: M0 of the ρ^Φ schedule (documents per step t)
         self.ref_minibatch = schedule_minibatch_docs(params.schedule_minibatch, corpus.n_train_docs)
-        self.base_cast = base.astype(self.dtype)  # what is broadcast, kept in step with base
         self.scale = 1.0
-        self.nz = base.sum(axis=0)
         # distinct terms of each minibatch slice, learned from its first round's statistics
         # when the corpus does not know them (Corpus.slice_terms)
         self.slice_terms: dict[int, np.ndarray] = {}
@@ -162,6 +251,8 @@ class SCVB0(Mode):
         if self.seeds.active:
             denom = denom + self.seeds.totals()
         inv_nz = (1.0 / denom).astype(self.dtype)
+        if self.sharded:  # the executor sends each task its block's rows
+            return None, None, self.scale, inv_nz
         s = self.slice_of_round(t)
         terms = self.corpus.slice_terms(s) if self.corpus_terms else self.slice_terms.get(s)
         rows = self.base_cast if terms is None else self.base_cast[terms]
@@ -183,44 +274,73 @@ class SCVB0(Mode):
             bool(p.exclude_token),
         )
 
+    def _rho(self, t: int) -> float:
+        p = self.params
+        m_docs = int(self.corpus.slice_docs[self.slice_of_round(t)])
+        return round_step(
+            self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi, self.ref_minibatch
+        )
+
+    def _row_step(self, rho: float, m_tokens: float) -> RowStep:
+        """Round's :class:`RowStep`; moves ``scale`` to its value after the round."""
+        factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
+        keep = 1.0 - rho
+        # ρ rounding to 1 (a round of many steps early in a small corpus's compressed
+        # schedule, docs/architecture.md "Step schedules"): the round replaces N^Φ
+        reset = keep * self.scale < 1e-300
+        self.scale = 1.0 if reset else self.scale * keep
+        add = factor / self.scale
+        rescale = None
+        if self.scale < 1e-6:  # fold the scale back into the rows
+            rescale, self.scale = self.scale, 1.0
+        return RowStep(reset, add, rescale, factor)
+
+    def row_step(self, t: int) -> Callable | None:
+        """The model on the executors: round ``t``'s update of each term shard's rows
+        (:func:`shard_update`; None when the round has no tokens), decided before the
+        round runs (after :meth:`round_value`); :meth:`update` then takes the round's
+        summed column totals."""
+        m_tokens = float(self.corpus.slice_tokens[self.slice_of_round(t)])
+        rho = self._rho(t)
+        step = self._row_step(rho, m_tokens) if m_tokens > 0 else None
+        self._steps[t] = (rho, step)
+        if step is None:
+            return None
+        return shard_update(step, self.params.k, bool(self.params.optimize_alpha), self.dtype)
+
     def update(self, stats, t):
         p = self.params
         s = self.slice_of_round(t)
         m_docs = int(self.corpus.slice_docs[s])
         m_tokens = float(self.corpus.slice_tokens[s])
-        rho = round_step(
-            self.docs_seen, m_docs, p.s_phi, p.tau_phi, p.kappa_phi, self.ref_minibatch
-        )
-        rows = stats.rows
-        if p.optimize_alpha:
-            rows, extras = split_extras(rows, p.k)
-            if self.priors.learns(self.pass_of(t)):
-                # Minka's fixed point on the round's documents, taken as an online step
-                target = minka_alpha_step(self.alpha, extras[: p.k], float(extras[p.k]))
-                if not p.optimize_alpha_sum:
-                    target = keep_total(target, p.k * p.alpha)
-                self.alpha = (1.0 - rho) * self.alpha + rho * target
-        if m_tokens > 0 and len(stats.terms):
-            if not self.corpus_terms:
-                self.slice_terms.setdefault(s, stats.terms)
-            factor = rho * self.corpus.n_train_tokens / m_tokens  # ρ · C/|M|  (Eq. 7-8)
-            keep = 1.0 - rho
-            if keep * self.scale < 1e-300:
-                # ρ rounds to 1 (a round of many steps early in a small corpus's compressed
-                # schedule, docs/architecture.md "Step schedules"): the round replaces N^Φ
-                self.base[:] = 0.0
-                self.base_cast[:] = 0.0
-                self.scale = 1.0
-            else:
-                self.scale *= keep
-            totals = add_scaled_rows(
-                self.base, self.base_cast, stats.terms, rows, factor / self.scale
-            )
-            self.nz = (1.0 - rho) * self.nz + factor * totals
-            if self.scale < 1e-6:
-                self.base *= self.scale
-                self.base_cast[:] = self.base
-                self.scale = 1.0
+        extras = None
+        if self.sharded:  # the shards applied the rows; their column sums came back
+            rho, step = self._steps.pop(t)
+            totals = stats.extra.get("row_totals")
+            extras = stats.extra.get("prior_extras")
+            if p.optimize_alpha and extras is None:
+                extras = np.zeros(p.k + 1)
+        else:
+            rho = self._rho(t)
+            rows = stats.rows
+            if p.optimize_alpha:
+                rows, extras = split_extras(rows, p.k)
+            step = None
+            if m_tokens > 0 and len(stats.terms):
+                if not self.corpus_terms:
+                    self.slice_terms.setdefault(s, stats.terms)
+                step = self._row_step(rho, m_tokens)
+                totals = apply_row_step(self.base, self.base_cast, stats.terms, rows, step)
+        if extras is not None and self.priors.learns(self.pass_of(t)):
+            # Minka's fixed point on the round's documents, taken as an online step
+            target = minka_alpha_step(self.alpha, extras[: p.k], float(extras[p.k]))
+            if not p.optimize_alpha_sum:
+                target = keep_total(target, p.k * p.alpha)
+            self.alpha = (1.0 - rho) * self.alpha + rho * target
+        if step is not None:
+            if totals is None:
+                totals = np.zeros(p.k)
+            self.nz = (1.0 - rho) * self.nz + step.factor * totals
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
         if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
@@ -228,8 +348,46 @@ class SCVB0(Mode):
             self.priors.learn_eta(self.base * self.scale, self.pass_of(t))
         return {"rho": rho, "slice": s, "docs": m_docs, **self.priors.report()}
 
+    # -- the model on the executors (model_placement "executors") -----------
+    def initial_rows(self) -> tuple[np.ndarray | None, Callable | None, float | None]:
+        """How the executor starts the sharded N^Φ: ``(array, None, None)`` (a warm
+        start's or a checkpoint's N^Φ/scale, cut into shards) or ``(None, rows, mass)``:
+        ``rows(lo, hi)`` draws the random rows of a shard (:func:`initial_rows`), all of
+        them then scaled to a total of ``mass``. The executor hands the column sums of
+        the result to :meth:`start_sharded`."""
+        if self.start_base is not None:
+            return self.start_base, None, None
+        seed, k = int(self.params.seed), int(self.params.k)
+
+        def rows(lo: int, hi: int) -> np.ndarray:
+            return initial_rows(seed, k, lo, hi)
+
+        return None, rows, self.init_mass
+
+    #: the shards keep base only (8 bytes a value) and cast the rows they serve
+    sharded_mirror = False
+
+    def fetch_rows(self, t: int) -> Callable:
+        """A shard's round value of its rows ``idx``: :func:`cast_rows`."""
+        return cast_rows(self.dtype)
+
+    def start_sharded(self, nz: np.ndarray) -> None:
+        """The column sums of the sharded initial N^Φ (N^Z), unless already known."""
+        self.start_base = None  # the executors hold it now
+        if self.nz is None:
+            self.nz = np.asarray(nz, dtype=np.float64)
+
+    def _base(self) -> np.ndarray:
+        if self.base is not None:
+            return self.base
+        if self.start_base is not None:
+            return self.start_base
+        if self.collect_base is None:
+            raise RuntimeError("the model is on the executors and no executor holds it")
+        return self.collect_base()
+
     def topic_word(self):
-        return self.seeds.added_to(self.base * self.scale)
+        return self.seeds.added_to(self._base() * self.scale)
 
     def report(self):
         return {"schedule_minibatch": self.ref_minibatch}
@@ -237,7 +395,7 @@ class SCVB0(Mode):
     def state(self):
         return {
             **super().state(),
-            "base": self.base,
+            "base": self._base(),
             "nz": self.nz,
             "scale": self.scale,
             "slice_terms": {str(s): t for s, t in self.slice_terms.items()},
@@ -245,8 +403,11 @@ class SCVB0(Mode):
 
     def restore(self, state):
         super().restore(state)
-        self.base = np.array(state["base"], dtype=np.float64)
-        self.base_cast = self.base.astype(self.dtype)
+        if self.sharded:  # the executor shards it before the next round
+            self.start_base = np.array(state["base"], dtype=np.float64)
+        else:
+            self.base = np.array(state["base"], dtype=np.float64)
+            self.base_cast = self.base.astype(self.dtype)
         self.nz = np.array(state["nz"], dtype=np.float64)
         self.scale = float(state["scale"])
         self.slice_terms = {

@@ -46,11 +46,18 @@ its minibatch updates from 1, i.e. it uses ρ = (τ0 + t + 1)^−κ.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..kernels import dirichlet_expectation_2d, svb_estep_block, uniform_matrix
+from ..kernels import (
+    digamma,
+    dirichlet_expectation_2d,
+    dirichlet_expectation_given,
+    svb_estep_block,
+    uniform_matrix,
+)
 from ..kernels.priors import elog_theta_offsets, hoffman_alpha_step, keep_total
 from ..kernels.random import Stream
 from .base import Mode
@@ -118,17 +125,52 @@ def exp_dirichlet_expectation(lam: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(np.exp(elog).T, dtype=dtype)
 
 
-def svb_kernel(seed, pass_no, alpha, max_iter, tol, learn_alpha=False):
+def exp_elog_rows(psi_totals: np.ndarray, dtype) -> Callable:
+    """A shard's round value of its rows ``idx`` of λ (the model on the executors):
+    exp(E_q[log β]) at those terms, given ψ(Σ_w λ_wk) (the values
+    :func:`exp_dirichlet_expectation` gives there)."""
+
+    def run(base, mirror, idx):
+        elog = dirichlet_expectation_given(np.ascontiguousarray(base[idx]), psi_totals)
+        return np.exp(elog).astype(dtype)
+
+    return run
+
+
+def svb_shard_update(rho: float, eta: float, scale: float, k: int, with_extras: bool):
+    """``update(lam, None, terms, rows) -> (column sums, extras)`` of one term shard of
+    λ: λ ← (1 − ρ) λ + ρ (η + D/|S| · sstats) on its rows (every row decays; ``terms``
+    index the ones with statistics, ``rows`` None when the round touched none of them),
+    the learned prior's K extra columns split off first."""
+
+    def run(lam, mirror, terms, rows):
+        extras = None
+        if rows is None:
+            terms = np.zeros(0, dtype=np.int64)
+            rows = np.zeros((0, 2 * k if with_extras else k), dtype=np.float64)
+        if with_extras:
+            rows, extras = split_extras(rows, k)
+        lam *= 1.0 - rho
+        lam += rho * eta
+        lam[terms] += (rho * scale) * rows
+        return lam.sum(axis=0), extras
+
+    return run
+
+
+def svb_kernel(seed, pass_no, alpha, max_iter, tol, learn_alpha=False, served=False):
     """The per-block E-step of a round (built from plain values); the round
     value is exp(E_q[log β]) (V, K) in the run's dtype. ``alpha`` is the K-vector
     α; with ``learn_alpha`` the rows carry Σ_d E_q[log θ_d] − E_prior[log θ] of the
     block's documents (:func:`sparklda.kernels.priors.elog_theta_offsets`) as K extra
-    columns (:func:`sparklda.modes.priors.with_extras`)."""
+    columns (:func:`sparklda.modes.priors.with_extras`). ``served``: the round value is
+    ``(terms, rows)``, the rows of the block's terms (the model on the executors)."""
 
-    def run(expelogbeta, block):
-        dtype = expelogbeta.dtype
-        k = expelogbeta.shape[1]
-        rows = expelogbeta[block.terms]
+    def run(value, block):
+        # served: (terms, rows) of the block's own terms, from the model's shards
+        rows = value[1] if served else value[block.terms]
+        dtype = rows.dtype
+        k = rows.shape[1]
         gamma0 = gamma_draws(seed, Stream.DOC_GAMMA + pass_no, block.doc_ids, k, dtype)
         gamma, sstats = svb_estep_block(
             block.indptr,
@@ -161,11 +203,26 @@ class SVB(Mode):
         super().__init__(corpus, params, initial_topic_word)
         v, k = corpus.vocab_size, params.k
         if initial_topic_word is not None:
-            self.lam = np.array(initial_topic_word, dtype=np.float64) + params.eta
+            lam = np.array(initial_topic_word, dtype=np.float64) + params.eta
         else:
-            self.lam = initial_lambda(params.seed, v, k)
+            lam = initial_lambda(params.seed, v, k)
         self.batch = bool(params.batch)
         self.last_rho = None
+        #: the model on the executors (``model_placement="executors"``): λ lives there,
+        #: sharded by term (:mod:`sparklda.execution.sharded`); the driver keeps Σ_w λ_w
+        self.sharded = params.model_placement == "executors"
+        self.collect_base: Callable[[], np.ndarray] | None = None
+        self.start_base: np.ndarray | None = None
+        self._steps: dict[int, float] = {}
+        self.colsum: np.ndarray | None = None
+        if self.sharded:
+            # Gamma draws take a varying count of uniforms each, so a shard cannot skip to
+            # its rows: λ's random start is drawn here and then cut into shards
+            self.lam = None
+            self.start_base = lam
+            self.colsum = lam.sum(axis=0)
+        else:
+            self.lam = lam
 
     # -- the round plan --------------------------------------------------
     @property
@@ -200,6 +257,8 @@ class SVB(Mode):
 
     # -- per round -------------------------------------------------------
     def round_value(self, t):
+        if self.sharded:  # the shards serve each task its rows (fetch_rows)
+            return (None, None)
         return exp_dirichlet_expectation(self.lam, self.dtype)
 
     def kernel(self, t):
@@ -211,20 +270,27 @@ class SVB(Mode):
             p.estep_max_iter,
             p.estep_tol,
             bool(p.optimize_alpha),
+            self.sharded,
         )
 
     def update(self, stats, t):
         p = self.params
         s_docs = self.round_docs(t)
-        rho = self.step(t)
+        rho = self._steps.pop(t) if self.sharded else self.step(t)
         rows = stats.rows
         if p.optimize_alpha:
-            rows, offsets = split_extras(rows, p.k)
+            if self.sharded:
+                offsets = stats.extra.get("prior_extras", np.zeros(p.k))
+            else:
+                rows, offsets = split_extras(rows, p.k)
             if s_docs > 0:  # Hoffman's Newton step on the minibatch's E[log θ], scaled by ρ
                 self.alpha = hoffman_alpha_step(self.alpha, offsets / s_docs, rho)
                 if not p.optimize_alpha_sum:
                     self.alpha = keep_total(self.alpha, p.k * p.alpha)
-        if s_docs > 0:
+        if self.sharded:  # the shards updated λ; their column sums came back
+            if "row_totals" in stats.extra:
+                self.colsum = np.asarray(stats.extra["row_totals"], dtype=np.float64)
+        elif s_docs > 0:
             scale = self.corpus.n_train_docs / s_docs  # D/|S|
             lam = self.lam
             lam *= 1.0 - rho
@@ -240,17 +306,61 @@ class SVB(Mode):
             info["slice"] = self.slice_of_round(t)
         return info
 
+    # -- the model on the executors (model_placement "executors") -----------
+    #: the shards keep λ only (they serve exp E[log β] computed from it)
+    sharded_mirror = False
+
+    def initial_rows(self) -> tuple[np.ndarray | None, Callable | None, float | None]:
+        """The executor's start: λ drawn on the driver (or restored, or a warm start's)."""
+        return self.start_base, None, None
+
+    def start_sharded(self, colsum: np.ndarray) -> None:
+        """The executors hold λ now; Σ_w λ_w is already known."""
+        self.start_base = None
+
+    def fetch_rows(self, t: int) -> Callable:
+        """A shard's round value of its rows: exp(E_q[log β]) there (:func:`exp_elog_rows`)."""
+        assert self.colsum is not None
+        psi = np.array([digamma(float(c)) for c in self.colsum])
+        return exp_elog_rows(psi, self.dtype)
+
+    def row_step(self, t: int) -> Callable | None:
+        """Round ``t``'s update of each shard of λ (:func:`svb_shard_update`; None for a
+        round without documents), decided before the round runs."""
+        rho = self.step(t)
+        self._steps[t] = rho
+        s_docs = self.round_docs(t)
+        if s_docs <= 0:
+            return None
+        scale = self.corpus.n_train_docs / s_docs  # D/|S|
+        p = self.params
+        return svb_shard_update(rho, self.eta, scale, p.k, bool(p.optimize_alpha))
+
+    def _lam(self) -> np.ndarray:
+        if self.lam is not None:
+            return self.lam
+        if self.start_base is not None:
+            return self.start_base
+        if self.collect_base is None:
+            raise RuntimeError("the model is on the executors and no executor holds it")
+        return self.collect_base()
+
     def state(self):
-        return {**super().state(), "lam": self.lam, "last_rho": self.last_rho}
+        return {**super().state(), "lam": self._lam(), "last_rho": self.last_rho}
 
     def restore(self, state):
         super().restore(state)
-        self.lam = np.array(state["lam"], dtype=np.float64)
+        lam = np.array(state["lam"], dtype=np.float64)
+        if self.sharded:  # the executor shards it before the next round
+            self.start_base = lam
+            self.colsum = lam.sum(axis=0)
+        else:
+            self.lam = lam
         self.last_rho = state["last_rho"]
 
     def topic_word(self):
         # λ − η, so that the model's (N^Φ + η)/Σ(N^Φ + η) is λ/Σλ
-        return np.maximum(self.lam - self.eta, 0.0)
+        return np.maximum(self._lam() - self.eta, 0.0)
 
     def report(self):
         p = self.params

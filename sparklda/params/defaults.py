@@ -13,6 +13,11 @@ SEEDED_ALGORITHMS = ("scvb0", "cvb0")
 EVALUATORS = ("completion", "left_to_right")
 #: How rounds run (the 'execution' parameter; docs/architecture.md, "Spark Connect path").
 EXECUTIONS = ("auto", "classic", "dataframe")
+#: Where the model lives during training (the 'model_placement' parameter;
+#: docs/architecture.md, "Memory model").
+PLACEMENTS = ("driver", "executors", "auto")
+#: The algorithms whose model can live on the executors (``model_placement="executors"``).
+SHARDED_ALGORITHMS = ("scvb0", "svb")
 #: α, the document-topic prior, when none is given (pyspark's "auto" maps here too).
 DEFAULT_ALPHA = 0.1
 #: η, the topic-word prior, when none is given.

@@ -25,6 +25,7 @@ from .defaults import (
     EXECUTIONS,
     MAX_DEFAULT_ROUNDS_PER_PASS,
     MAX_PRIOR,
+    PLACEMENTS,
     SEEDED_ALGORITHMS,
 )
 
@@ -402,6 +403,16 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         doc="How training rounds run: 'classic' (RDDs and broadcasts), 'dataframe' "
         "(DataFrames only, as Spark Connect needs) or 'auto' (dataframe under Spark "
         "Connect, else classic).",
+    ),
+    Constraint(
+        "model_placement",
+        str,
+        options=PLACEMENTS,
+        doc="Where the topic-word statistics live during training: 'driver' (a V×K "
+        "array on the driver, broadcast each round), 'executors' (sharded by term in a "
+        "persisted RDD, each task sent only its block's rows; classic sessions, 'scvb0' "
+        "and 'svb' so far) or 'auto' (the driver when the memory model says the driver holds it, "
+        'else the executors; docs/architecture.md, "Memory model").',
     ),
     Constraint(
         "checkpoint_interval",

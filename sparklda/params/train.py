@@ -28,6 +28,7 @@ from .defaults import (
     ABOVE_ONE_ALGORITHMS,
     AUTO_PRIOR,
     SEEDED_ALGORITHMS,
+    SHARDED_ALGORITHMS,
     default_alpha,
     default_eta,
 )
@@ -81,6 +82,7 @@ class TrainParams:
     evaluator: str = "completion"
     particles: int = 10
     execution: str = "auto"
+    model_placement: str = "driver"
     checkpoint_interval: int = 10
     checkpoint_dir: str = ""
     checkpoint_seconds: float = 0.0
@@ -189,6 +191,7 @@ def _check_values(values: Mapping[str, Any], owner: str, aliases: Mapping[str, s
     _check_above_one(values, owner, aliases)
     _check_seeds(values, owner, aliases)
     _check_early_stopping(values, owner, aliases)
+    _check_placement(values, owner, aliases)
     for s in FIRST_STEPS:
         if values["algorithm"] != s.algorithm or not s.applies(values):
             continue
@@ -274,6 +277,27 @@ def _check_early_stopping(
             f"The {name!r} parameter of {owner} ({values['min_gain']!r}) compares "
             f"evaluations during training, but {every!r} is 0 (evaluate only at the end): "
             f"set {every!r} to the rounds between evaluations, or {name!r} to 0."
+        )
+
+
+def _check_placement(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
+    """``model_placement="executors"``: the algorithms whose model can live on the
+    executors so far (:data:`SHARDED_ALGORITHMS`), without a learned η (its fixed point
+    reads every row once a pass)."""
+    if values["model_placement"] != "executors":
+        return
+    name = aliases.get("model_placement", "model_placement")
+    if values["algorithm"] not in SHARDED_ALGORITHMS:
+        raise ParamError(
+            f"The {name!r} parameter of {owner} is 'executors', which the "
+            f"{values['algorithm']!r} algorithm does not support yet (only "
+            f"{list(SHARDED_ALGORITHMS)}); set it to 'driver' or 'auto'."
+        )
+    if values["optimize_eta"]:
+        eta = aliases.get("optimize_eta", "optimize_eta")
+        raise ParamError(
+            f"The {name!r} parameter of {owner} is 'executors', which does not learn η "
+            f"yet: set {eta!r} to false, or {name!r} to 'driver' or 'auto'."
         )
 
 

@@ -42,10 +42,10 @@ def _compile_kernels() -> None:
     before the pytest-xdist workers start, when the cache has none of them (a fresh
     clone, as in CI).
 
-    Otherwise every process that meets a kernel first compiles it at the same time: the
-    two workers' drivers and each one's Python workers (four to six processes, about
-    20 CPU-seconds each for all the kernels in both dtypes), and numba's cache keeps one
-    of them. Compiled once here, every later process loads them (a few tenths of a
+    Otherwise the processes that meet a kernel first compile it at the same time (the
+    two workers' drivers and each one's Python workers: four to six processes; all the
+    kernels in both dtypes take about 20 CPU-seconds), and numba's cache keeps one of
+    the results. Compiled once here, every later process loads them (a few tenths of a
     second). A cache that has them already is left alone."""
     import numpy as np
 

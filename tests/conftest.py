@@ -237,7 +237,8 @@ def pytest_collection_modifyitems(config, items):
         return
     group = _groups(items)
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
+        if group[item.nodeid] != item.nodeid:  # a test alone is its own unit for xdist
+            item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     modules = set(group.values()) - {item.nodeid for item in items}
 

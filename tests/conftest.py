@@ -186,10 +186,10 @@ def _groups(items) -> dict:
     - ``connect``: the tests that need the Connect server (the ``connect`` fixture), and
       every test of a module where such a test shares a module-scoped fixture with the
       others (a training run made once for the module, not once on each worker);
-    - the module's name, for a module whose tests share a module-scoped fixture (a
-      cluster, a built wheel, a fit several tests read);
-    - else the test itself, so that the workers share out the module's tests and neither
-      waits at the end of the run while the other finishes a long module alone."""
+    - the module's name, for the tests of a module that share a module-scoped fixture
+      (a cluster, a built wheel, a fit several tests read);
+    - else the test itself, so that the workers share out the module's other tests and
+      neither waits at the end of the run while the other finishes a long module alone."""
     by_module: dict = {}
     for item in items:
         by_module.setdefault(_module_name(item), []).append(item)
@@ -203,11 +203,11 @@ def _groups(items) -> dict:
         for f in fixtures:
             for name in f:
                 counts[name] = counts.get(name, 0) + 1
-        shared = any(n > 1 for n in counts.values())
-        for item, needs in zip(members, connect, strict=True):
+        shared = {name for name, n in counts.items() if n > 1}
+        for item, needs, uses in zip(members, connect, fixtures, strict=True):
             if needs or with_connect & without:
                 group[item.nodeid] = "connect"
-            elif shared:
+            elif uses & shared:
                 group[item.nodeid] = module
             else:
                 group[item.nodeid] = item.nodeid

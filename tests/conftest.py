@@ -25,11 +25,40 @@ _archive_thread = None
 
 def pytest_configure(config):
     """The controller (or the one pytest process) starts making the archive, if this
-    machine has none yet; the JVMs started before it is in place run without it."""
+    machine has none yet; the JVMs started before it is in place run without it. Then,
+    if the kernels' on-disk cache is empty, it compiles them (:func:`_compile_kernels`)."""
     global _archive_thread
+    if hasattr(config, "workerinput"):
+        return
     archive = archive_path()
-    if archive and not hasattr(config, "workerinput"):
+    if archive:
         _archive_thread = start_archive(archive)
+    if not (config.option.collectonly or getattr(config.option, "help", False)):
+        _compile_kernels()
+
+
+def _compile_kernels() -> None:
+    """Compile the kernels the rounds call, in both dtypes, into their on-disk cache,
+    before the pytest-xdist workers start, when the cache has none of them (a fresh
+    clone, as in CI).
+
+    Otherwise the processes that meet a kernel first compile it at the same time (the
+    two workers' drivers and each one's Python workers: four to six processes; all the
+    kernels in both dtypes take about 20 CPU-seconds), and numba's cache keeps one of
+    the results. Compiled once here, every later process loads them (a few tenths of a
+    second). A cache that has them already is left alone."""
+    import numpy as np
+
+    from sparklda.kernels.scvb0 import _scvb0_block
+    from sparklda.kernels.warm import WARMERS, warm
+
+    index = getattr(
+        getattr(getattr(_scvb0_block, "_cache", None), "_cache_file", None), "_index_path", None
+    )
+    if index is None or os.path.exists(index):
+        return
+    for dtype in (np.float32, np.float64):
+        warm(list(WARMERS), dtype)
 
 
 def pytest_unconfigure(config):
@@ -118,8 +147,9 @@ def _restore_env(name: str, value: str | None) -> None:
 
 
 #: The groups that take longest, handed out first (longest first keeps the two workers
-#: busy to the end): a group is a test module, or ``connect`` (every test that needs the
-#: Connect server, so one worker starts it).
+#: busy to the end): ``connect`` (every test that needs the Connect server, so one worker
+#: starts it), then test modules whose tests share module-scoped fixtures (see
+#: :func:`_groups`).
 LONGEST_FIRST = (
     "connect",
     "test_resume",
@@ -133,10 +163,59 @@ LONGEST_FIRST = (
 )
 
 
-def _group(item) -> str:
-    if "connect" in getattr(item, "fixturenames", ()):
-        return "connect"
+def _module_name(item) -> str:
     return item.module.__name__.rsplit(".", 1)[-1] if item.module else item.nodeid
+
+
+def _shared_fixtures(item) -> set[str]:
+    """The module- (or class-, package-) scoped fixtures ``item`` uses: what it may share
+    with the other tests of its module."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return set()
+    return {
+        name
+        for name, defs in info.name2fixturedefs.items()
+        if defs and defs[-1].scope in ("module", "class", "package")
+    }
+
+
+def _groups(items) -> dict:
+    """Each test's pytest-xdist group.
+
+    - ``connect``: the tests that need the Connect server (the ``connect`` fixture), and
+      every test of a module where such a test shares a module-scoped fixture with the
+      others (a training run made once for the module, not once on each worker);
+    - the module's name, for the tests of a module that share a module-scoped fixture
+      (a cluster, a built wheel, a fit several tests read);
+    - else the test itself, so that the workers share out the module's other tests and
+      neither waits at the end of the run while the other finishes a long module alone."""
+    by_module: dict = {}
+    for item in items:
+        by_module.setdefault(_module_name(item), []).append(item)
+    group = {}
+    for module, members in by_module.items():
+        fixtures = [_shared_fixtures(item) for item in members]
+        connect = [_needs_connect(item) for item in members]
+        with_connect = set().union(*(f for f, c in zip(fixtures, connect, strict=True) if c))
+        without = set().union(*(f for f, c in zip(fixtures, connect, strict=True) if not c))
+        counts: dict = {}
+        for f in fixtures:
+            for name in f:
+                counts[name] = counts.get(name, 0) + 1
+        shared = {name for name, n in counts.items() if n > 1}
+        for item, needs, uses in zip(members, connect, fixtures, strict=True):
+            if needs or with_connect & without:
+                group[item.nodeid] = "connect"
+            elif uses & shared:
+                group[item.nodeid] = module
+            else:
+                group[item.nodeid] = item.nodeid
+    return group
+
+
+def _needs_connect(item) -> bool:
+    return "connect" in getattr(item, "fixturenames", ())
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -146,16 +225,29 @@ def pytest_collection_modifyitems(config, items):
     (``-m "not slow"``) does without.
 
     Under pytest-xdist (``-n 2 --dist loadgroup``, pyproject's addopts) each test is put
-    in its group (``_group``): a group runs whole on one worker, so a module's
-    module-scoped fixtures (a shared training run, a cluster, a built wheel) run once, and
-    the Connect server starts on one worker only. The groups of ``LONGEST_FIRST`` come
-    first, in that order (xdist hands groups out in collection order)."""
+    in its group (:func:`_groups`): a group runs whole on one worker, so module-scoped
+    fixtures that several tests share (a training run, a cluster, a built wheel) run
+    once, and the Connect server starts on one worker only. Longest first: the groups of
+    ``LONGEST_FIRST`` in that order, then the other modules' groups, then the tests that
+    share nothing, slow ones first (xdist hands groups out in collection order)."""
     for item in items:
-        if "connect" in getattr(item, "fixturenames", ()):
+        if _needs_connect(item):
             item.add_marker(pytest.mark.slow)
     if not getattr(config.option, "loadgroup", False):  # set in the workers of --dist loadgroup
         return
+    group = _groups(items)
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
+        if group[item.nodeid] != item.nodeid:  # a test alone is its own unit for xdist
+            item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: else as collected
+    modules = set(group.values()) - {item.nodeid for item in items}
+
+    def order(item):
+        name = group[item.nodeid]
+        if name in rank or _module_name(item) in rank:  # a long module, whole or test by test
+            return (rank.get(name, rank.get(_module_name(item))), 0)
+        if name in modules:
+            return (len(rank), 0)
+        return (len(rank) + 1, 0 if item.get_closest_marker("slow") else 1)
+
+    items.sort(key=order)  # stable: else as collected

@@ -187,6 +187,13 @@ def trained(source):
     return fit(source, map_params(eval_every=5))
 
 
+@pytest.fixture(scope="module")
+def short(source):
+    """Three passes: what the tests of MAP's estimates and of its determinism read."""
+    return fit(source, map_params(passes=3))
+
+
+@pytest.mark.slow  # 25 iterations; the fast subset trains MAP in the tests below
 def test_map_recovers_planted_topics_and_scores_held_out_documents(trained):
     res = trained
     assert_recovers_planted(res.model.topic_word)
@@ -200,21 +207,21 @@ def test_map_recovers_planted_topics_and_scores_held_out_documents(trained):
     assert res.evaluations[-1]["heldout_loglik"] > res.evaluations[0]["heldout_loglik"] - 1e-3
 
 
-def test_the_model_gives_maps_estimates(trained):
+def test_the_model_gives_maps_estimates(short):
     """The model keeps α − 1 and η − 1, so its φ̂ is (N^Φ + η − 1)/(N^Z + W(η − 1))."""
-    m = trained.model
+    m = short.model
     np.testing.assert_allclose(m.alpha, 0.1)
     assert m.eta == pytest.approx(0.01)
     nphi = m.topic_word
     want = (nphi + 1.01 - 1) / (nphi.sum(0) + nphi.shape[0] * (1.01 - 1))
     np.testing.assert_allclose(m.topics_matrix(), want, rtol=1e-12)
     # the token-count total: N^Φ sums to the training tokens
-    assert nphi.sum() == pytest.approx(trained.report["corpus"]["training_tokens"], rel=1e-5)
-    assert trained.report["mode"]["map_eta_minus_one"] == pytest.approx(0.01)
+    assert nphi.sum() == pytest.approx(short.report["corpus"]["training_tokens"], rel=1e-5)
+    assert short.report["mode"]["map_eta_minus_one"] == pytest.approx(0.01)
 
 
-def test_same_seed_same_model(source):
-    a = fit(source, map_params(passes=3))
+def test_same_seed_same_model(source, short):
+    a = short
     b = fit(source, map_params(passes=3))
     np.testing.assert_array_equal(a.model.topic_word, b.model.topic_word)
     assert a.evaluations[-1]["heldout_loglik"] == b.evaluations[-1]["heldout_loglik"]

@@ -30,6 +30,14 @@ def planted_params(**kw):
     return TrainParams(**base)
 
 
+@pytest.fixture(scope="module")
+def two_passes(spark):
+    """The fit of ``planted_params(passes=2)`` (float32, the default), made once for the
+    tests that read it; ``(source, result)``."""
+    src = planted_source(spark)
+    return src, fit(src, planted_params(passes=2))
+
+
 @pytest.mark.slow
 def test_scvb0_recovers_planted_topics(spark):
     res = fit(planted_source(spark), planted_params(passes=15))
@@ -40,9 +48,8 @@ def test_scvb0_recovers_planted_topics(spark):
 
 
 @pytest.mark.slow
-def test_same_seed_same_model_different_seed_different_model(spark):
-    src = planted_source(spark)
-    a = fit(src, planted_params(passes=2))
+def test_same_seed_same_model_different_seed_different_model(two_passes):
+    src, a = two_passes
     b = fit(src, planted_params(passes=2))
     c = fit(src, planted_params(passes=2, seed=4))
     np.testing.assert_array_equal(a.model.topic_word, b.model.topic_word)
@@ -61,9 +68,9 @@ def test_result_does_not_depend_on_partitions_per_round(spark):
 
 
 @pytest.mark.slow
-def test_float32_agrees_with_float64(spark):
-    src = planted_source(spark)
-    f32 = fit(src, planted_params(passes=2, dtype="float32"))
+def test_float32_agrees_with_float64(two_passes):
+    src, f32 = two_passes
+    assert planted_params(passes=2).dtype == "float32"  # the shared fit's kernels
     f64 = fit(src, planted_params(passes=2, dtype="float64"))
     np.testing.assert_allclose(f32.model.topic_word, f64.model.topic_word, rtol=2e-2, atol=2e-2)
     assert abs(f32.evaluations[-1]["heldout_loglik"] - f64.evaluations[-1]["heldout_loglik"]) < 1e-3

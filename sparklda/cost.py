@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .errors import ParamError
 
@@ -197,8 +197,3 @@ def distinct_terms(tokens: float, vocab_size: int, exponent: float = 1.0) -> flo
             p = ((lo + hi) / 2) ** -exponent / norm
             total -= (hi - lo) * math.expm1(n * math.log1p(-p))
     return min(total, float(v), n)
-
-
-def with_constants(c: Constants = MEASURED, **changes: float) -> Constants:
-    """``c`` with some constants changed (a what-if for the table)."""
-    return replace(c, **changes)

@@ -232,7 +232,12 @@ class Gibbs(StatefulMode[Assignments]):
 
     # -- checkpoints -------------------------------------------------------
     def state(self):
-        out = {**super().state(), "nphi": self.nphi, "avg_count": self.avg_count}
+        out = {
+            **super().state(),
+            "nphi": self.nphi,
+            "avg_count": self.avg_count,
+            "average_from": self.average_from,
+        }
         if self.avg_sum is not None:
             out["avg_sum"] = self.avg_sum
         return out
@@ -241,8 +246,13 @@ class Gibbs(StatefulMode[Assignments]):
         super().restore(state)
         self.nphi = np.array(state["nphi"], dtype=np.float64)
         self.nz = self.nphi.sum(axis=0)
-        self.avg_count = int(state.get("avg_count", 0))
-        self.avg_sum = np.array(state["avg_sum"], dtype=np.float64) if "avg_sum" in state else None
+        self.avg_count, self.avg_sum = 0, None
+        if int(state.get("average_from", -1)) == self.average_from and "avg_sum" in state:
+            self.avg_count = int(state["avg_count"])
+            self.avg_sum = np.array(state["avg_sum"], dtype=np.float64)
+        elif "avg_sum" in state:
+            # resumed with other passes or gibbs_average: the average restarts here
+            log.info("Gibbs: the average of the last sweeps restarts after the resume")
         self.initial_topic_word = None
 
     def report(self):

@@ -55,6 +55,8 @@ log = logging.getLogger("sparklda.modes.gibbs")
 
 #: The block state: one topic per token occurrence (uint16 or int32).
 Assignments = np.ndarray
+#: A block of fewer tokens sends its counts as float32 (every count below 2^24: exact).
+EXACT_FLOAT32 = 2**24
 
 
 # --------------------------------------------------------------------------
@@ -106,7 +108,8 @@ def statistics_fn(k, alpha=None):
     def run(block: DocBlock, z):
         rows = topic_counts(block.local, len(block.terms), block.counts, z, k)
         if alpha is None:
-            return rows
+            # whole counts below 2^24 are exact in float32: half the bytes to merge
+            return rows.astype(np.float32) if block.n_tokens < EXACT_FLOAT32 else rows
         docs = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
         ntheta = topic_counts(docs, block.n_docs, block.counts, z, k)
         num, den = doc_prior_stats(ntheta, alpha)

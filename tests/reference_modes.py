@@ -384,3 +384,122 @@ def minka_eta(topic_word, eta, max_iter=100, tol=1e-6, expected=True):
         if done:
             break
     return eta
+
+
+# --------------------------------------------------------------------------
+# Collapsed Gibbs sampling (lecture notes 003, section 3.2, Eq. 52)
+
+
+def gibbs_conditional(ndk, nwk, nk, alpha, eta, w_eta):
+    """The unnormalised conditional of one token's topic (Eq. 52), its own assignment
+    already removed from the counts: (N^Θ_dk + α_k)(N^Φ_wk + η)/(N^Z_k + Wη), a list."""
+    return [
+        (float(ndk[k]) + float(alpha[k])) * (float(nwk[k]) + eta) / (float(nk[k]) + w_eta)
+        for k in range(len(nk))
+    ]
+
+
+def gibbs_buckets(ndk, nwk, nk, alpha, eta, w_eta):
+    """Eq. 52's weight split in SparseLDA's three buckets (Yao et al. 2009), each a list
+    over every topic: q_k = (α_k + N^Θ_dk) N^Φ_wk / (N^Z_k + Wη) (the word's),
+    r_k = N^Θ_dk η / (N^Z_k + Wη) (the document's), s_k = α_k η / (N^Z_k + Wη)."""
+    q, r, s = [], [], []
+    for k in range(len(nk)):
+        den = float(nk[k]) + w_eta
+        q.append((float(alpha[k]) + float(ndk[k])) * float(nwk[k]) / den)
+        r.append(float(ndk[k]) * eta / den)
+        s.append(float(alpha[k]) * eta / den)
+    return q, r, s
+
+
+def _walk(weights, x):
+    """The first topic (in increasing order, among those of positive weight) at which
+    the running sum of ``weights`` exceeds ``x``; the last of them if none does (a
+    rounding overshoot); None when no weight is positive."""
+    last = None
+    for k, w in enumerate(weights):
+        if w <= 0:
+            continue
+        last = k
+        x -= w
+        if x < 0:
+            return k
+    return last
+
+
+def gibbs_pick(ndk, nwk, nk, alpha, eta, w_eta, u):
+    """The topic a draw ``u`` in [0, 1) picks from Eq. 52's conditional, walking the
+    three buckets of :func:`gibbs_buckets` in the order q, r, s, each in increasing
+    topic order (the inverse CDF of the conditional in that order of its cells)."""
+    q, r, s = gibbs_buckets(ndk, nwk, nk, alpha, eta, w_eta)
+    x = u * (sum(s) + sum(r) + sum(q))
+    if x < sum(q):
+        return _walk(q, x)
+    x -= sum(q)
+    if x < sum(r):
+        return _walk(r, x)
+    x -= sum(r)
+    k = _walk(s, x)
+    return len(nk) - 1 if k is None else k
+
+
+def gibbs_block(indptr, local, counts, z, nphi, nz, alpha, eta, w_eta, draws):
+    """One collapsed Gibbs sweep, plainly: for each token (documents, their pairs, a
+    pair's tokens in order), remove it from N^Θ_d (recounted from ``z`` for every
+    token), N^Φ and N^Z, pick its topic with :func:`gibbs_pick` from its draw (``draws``,
+    one per token in z's order) and add it back. Returns (z, nphi, nz) as new arrays
+    (float64 counts)."""
+    z = [int(x) for x in z]
+    nphi = np.array(nphi, dtype=np.float64)
+    nz = np.array(nz, dtype=np.float64)
+    k_topics = nphi.shape[1]
+    a = alpha_list(alpha, k_topics)
+    starts = []  # the first token of each document
+    t = 0
+    for j in range(len(indptr) - 1):
+        starts.append(t)
+        for p in _pairs(indptr, j):
+            t += int(counts[p])
+    starts.append(t)
+    t = 0
+    for j in range(len(indptr) - 1):
+        for p in _pairs(indptr, j):
+            u = int(local[p])
+            for _ in range(int(counts[p])):
+                old = z[t]
+                ndk = [0.0] * k_topics
+                for i in range(starts[j], starts[j + 1]):
+                    if i != t:
+                        ndk[z[i]] += 1.0
+                nphi[u, old] -= 1.0
+                nz[old] -= 1.0
+                new = gibbs_pick(ndk, nphi[u], nz, a, eta, w_eta, float(draws[t]))
+                nphi[u, new] += 1.0
+                nz[new] += 1.0
+                z[t] = new
+                t += 1
+    return np.array(z), nphi, nz
+
+
+def gibbs_init(indptr, local, counts, k_topics, draws, phi=None, alpha=0.1):
+    """Initial topics: ⌊u·K⌋ per token without ``phi``; with it, each token of a document
+    in turn drawn (inverse CDF in topic order) with weight φ_wk (N^Θ_dk + α_k), N^Θ_d
+    counting the document's tokens drawn before it."""
+    a = alpha_list(alpha, k_topics)
+    z = []
+    t = 0
+    for j in range(len(indptr) - 1):
+        ndk = [0.0] * k_topics
+        for p in _pairs(indptr, j):
+            for _ in range(int(counts[p])):
+                u = float(draws[t])
+                if phi is None:
+                    new = min(int(u * k_topics), k_topics - 1)
+                else:
+                    w = [float(phi[local[p], k]) * (ndk[k] + a[k]) for k in range(k_topics)]
+                    new = _walk(w, u * sum(w))
+                    new = k_topics - 1 if new is None else new
+                ndk[new] += 1.0
+                z.append(new)
+                t += 1
+    return np.array(z)

@@ -276,9 +276,9 @@ BAD_PARAMS = [
         "Got 0.0 instead.",
     ),
     (
-        dict(optimizer="gibbs"),
+        dict(optimizer="nmf"),
         "The 'optimizer' parameter of LDA must be one of ['em', 'online', "
-        "'scvb0', 'cvb0', 'cvb', 'svb', 'map']. Got 'gibbs' instead.",
+        "'scvb0', 'cvb0', 'cvb', 'svb', 'map', 'gibbs']. Got 'nmf' instead.",
     ),
     (dict(algorithm="lsa"), "The 'algorithm' parameter of LDA must be one of"),
     (

@@ -274,7 +274,7 @@ def test_evaluate_prefers_the_true_topics(spark):
             "The 'kappa_phi' parameter of LDA must be a float in the range (0.5, 1].",
         ),
         ("minibatch_size", True, "The 'minibatch_size' parameter of LDA must be an int"),
-        ("algorithm", "gibbs", "The 'algorithm' parameter of LDA must be one of"),
+        ("algorithm", "nmf", "The 'algorithm' parameter of LDA must be one of"),
         ("dtype", "float16", "The 'dtype' parameter of LDA must be one of ['float32', 'float64']"),
         ("alpha", float("nan"), "The 'alpha' parameter of LDA must be a float"),
     ],

@@ -62,6 +62,7 @@ SETTINGS = {
     "map": dict(
         algorithm="map", alpha=1.1, eta=1.01, passes=25, minibatch_size=1000, checkpoint_interval=5
     ),
+    "gibbs": dict(algorithm="gibbs", passes=25, minibatch_size=1000, checkpoint_interval=5),
 }
 
 

@@ -331,11 +331,11 @@ def test_step_params_map_per_algorithm_and_name_pyspark_params_in_first_step_err
         "1. Got 1.625 from learningOffset=0.5, learningDecay=0.7 instead."
     )
     with pytest.raises(ParamError, match="^The 'optimizer' parameter of LDA must be one of "):
-        LDA(optimizer="gibbs")._train_params()
+        LDA(optimizer="nmf")._train_params()
     with pytest.raises(
         ParamError,
         match="^The 'optimizer' parameter of LDA must be one of "
-        r"\['em', 'online', 'scvb0', 'cvb0', 'cvb', 'svb', 'map'\]",
+        r"\['em', 'online', 'scvb0', 'cvb0', 'cvb', 'svb', 'map', 'gibbs'\]",
     ):
         LDA(optimizer="lsa")._train_params()
 

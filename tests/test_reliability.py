@@ -183,3 +183,34 @@ def test_same_seed_gives_the_same_bits_whichever_worker_runs_a_task(spark):
         fit(read_uci(spark, "sample:kos/docword.txt.gz"), params).model.topic_word for _ in range(3)
     ]
     assert np.array_equal(models[0], models[1]) and np.array_equal(models[0], models[2])
+
+
+@pytest.mark.slow
+def test_killed_python_worker_in_a_gibbs_sweep_is_retried_and_the_model_is_unchanged(tmp_path):
+    """Gibbs keeps a topic per token with the blocks and draws by (seed, round, document):
+    a sweep's task killed and retried samples the same topics."""
+    plain_params = (
+        "params = TrainParams(\n"
+        "    k=100, passes=2, minibatch_size=1000, parts_per_slice=2, seed=0, burnin=30\n)"
+    )
+    assert plain_params in FAULT_SCRIPT
+    script = tmp_path / "fault_gibbs.py"
+    script.write_text(
+        FAULT_SCRIPT.replace(
+            plain_params,
+            'params = TrainParams(algorithm="gibbs", k=100, passes=4, parts_per_slice=2, seed=0)',
+        )
+    )
+    out = run(
+        [sys.executable, script],
+        timeout=900,
+        env=job_env(PYSPARK_PYTHON=sys.executable, PYTHONPATH=ROOT),
+        cwd=tmp_path,
+    )
+    lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+    assert out.returncode == 0 and lines, out.stdout[-3000:] + out.stderr[-5000:]
+    result = json.loads(lines[-1][len("RESULT ") :])
+    assert result["killed"], "no worker was seen running a task: nothing was killed"
+    assert result["failed_tasks"] >= 1, f"the kill failed no task: {result}"
+    assert result["rounds"] == [4, 4]  # one sweep a round
+    assert result["equal"], f"the retried sweep changed the model: {result}"

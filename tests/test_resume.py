@@ -27,6 +27,8 @@ SETTINGS = {
     "cvb0": {"algorithm": "cvb0", "minibatch_size": 1000, "passes": 5},
     "cvb": {"algorithm": "cvb", "minibatch_size": 1000, "passes": 5},
     "map": {"algorithm": "map", "minibatch_size": 1000, "passes": 5},  # α = 50/k + 1, η = 1.1
+    # the average of the last 3 sweeps spans the crash
+    "gibbs": {"algorithm": "gibbs", "minibatch_size": 1000, "passes": 6, "gibbs_average": 3},
 }
 
 

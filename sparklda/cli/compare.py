@@ -2,11 +2,12 @@
 
 ``python -m sparklda compare`` (or ``spark-submit jobs/compare_modes.py``)
 trains every mode of the registry (:data:`sparklda.modes.MODES`: SCVB0, CVB0, CVB,
-SVB, MAP) and their variants (batch VB) on the UCI KOS corpus shipped
+SVB, MAP, Gibbs) and their variants (batch VB) on the UCI KOS corpus shipped
 in the package (``--data`` names another UCI folder) with K=50, each mode's α and
 η (0.1 and 0.01; MAP: 50/k + 1 and 1.1) unless ``--alpha``/``--eta`` set them,
 the same 430 held-out documents (seed 0), minibatches of 1,000
-documents and 20 passes (SCVB0, SVB) or iterations (CVB0, CVB, MAP, batch VB),
+documents and 20 passes (SCVB0, SVB), iterations (CVB0, CVB, MAP, batch VB) or
+sweeps (Gibbs),
 each mode otherwise at its defaults, in one Spark session (built as the other
 jobs build theirs: spark-submit's master, else ``--master``, else the
 config's ``[spark] master``, else ``local[2]``), and prints a table of the
@@ -77,7 +78,7 @@ def parser(prog: str | None = None):
         "--passes",
         type=int,
         default=20,
-        help="passes (SCVB0, SVB) or iterations (CVB0, CVB, MAP, batch VB)",
+        help="passes (SCVB0, SVB), iterations (CVB0, CVB, MAP, batch VB) or sweeps (Gibbs)",
     )
     p.add_argument(
         "--minibatch-size",

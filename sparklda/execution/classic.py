@@ -261,9 +261,10 @@ class ClassicExecutor(Executor):
             .map(decode)
         )
 
+        rows = mode.state_rows()
         states = (
             self.corpus.train.zip(saved)
-            .map(lambda pair: check_restored_state(*pair), preservesPartitioning=True)
+            .map(lambda pair: check_restored_state(*pair, rows), preservesPartitioning=True)
             .setName(f"sparklda {mode.name} block states (restored)")
         )
         self.checkpointer.update(states)

@@ -213,7 +213,9 @@ class DataFrameExecutor(Executor):
         joined = self._one_block_per_task(
             self.corpus.train.select("part", "block").join(saved, "part", "left")
         )
-        states = joined.mapInArrow(restore_round(mode.statistics()), struct_type(STATES_SCHEMA))
+        states = joined.mapInArrow(
+            restore_round(mode.statistics(), mode.state_rows()), struct_type(STATES_SCHEMA)
+        )
         self._advance(states, None, time.perf_counter(), time.perf_counter())
 
     # -- evaluation -------------------------------------------------------------------

@@ -204,16 +204,17 @@ def advance_round(held: Held | None, kernel: Callable, statistics: Callable):
     return _state_round(held, items, statistics)
 
 
-def restore_round(statistics: Callable):
+def restore_round(statistics: Callable, state_rows: Callable | None = None):
     """Blocks left-joined with saved states: each state checked against its block
-    (:func:`~sparklda.execution.check_restored_state`)."""
+    (:func:`~sparklda.execution.check_restored_state`, ``state_rows`` the mode's rows
+    per block)."""
 
     def items(rows, _):
         for r in rows:
             block = block_from_bytes(r["block"])
             if r["state"] is None:
                 raise ValueError(f"the checkpoint has no block state for partition {r['part']}")
-            yield check_restored_state(block, arrays_from_bytes(r["state"], 1)[0])
+            yield check_restored_state(block, arrays_from_bytes(r["state"], 1)[0], state_rows)
 
     return _state_round(Held(None), items, statistics)
 

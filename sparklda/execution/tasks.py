@@ -89,12 +89,14 @@ def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]
     return run
 
 
-def check_restored_state(block, state) -> tuple:
+def check_restored_state(block, state, rows: Callable | None = None) -> tuple:
     """``(block, state, 0.0)`` for a block state read from a checkpoint, which must have
-    a row per (document, term) pair of its block."""
-    if state.shape[0] != block.nnz:
+    ``rows(block)`` rows (the mode's :meth:`~sparklda.modes.StatefulMode.state_rows`;
+    None: a row per (document, term) pair of its block)."""
+    want = block.nnz if rows is None else rows(block)
+    if state.shape[0] != want:
+        unit = "(document, term) pairs" if rows is None else "rows of state"
         raise ValueError(
-            f"a checkpointed block state has {state.shape[0]} rows; its "
-            f"block has {block.nnz} (document, term) pairs"
+            f"a checkpointed block state has {state.shape[0]} rows; its block has {want} {unit}"
         )
     return block, state, 0.0

@@ -4,11 +4,12 @@ This package never imports pyspark; the distributed layer calls into it.
 Every kernel, the driver-side ones included, is tested against a plainly
 written reference: ``tests/reference.py`` (SCVB0, N^Θ initialisation, fold-in
 and log-likelihood, the driver's row updates and merge, the random streams)
-or ``tests/reference_modes.py`` (CVB0, CVB, SVB, the initial γ, E[log θ]);
+or ``tests/reference_modes.py`` (CVB0, CVB, SVB, Gibbs, the initial γ, E[log θ]);
 :func:`digamma` is tested against ``scipy.special.digamma``.
 """
 
 from .cvb0 import cvb0_block, cvb0_init_gamma
+from .gibbs import gibbs_init, gibbs_sweep
 from .inference import foldin_block, loglik_block
 from .random import uniform_matrix, uniform_per_doc
 from .scvb0 import init_doc_stats, scvb0_block
@@ -22,6 +23,8 @@ __all__ = [
     "dirichlet_expectation_2d",
     "dirichlet_expectation_given",
     "foldin_block",
+    "gibbs_init",
+    "gibbs_sweep",
     "init_doc_stats",
     "loglik_block",
     "scvb0_block",

@@ -30,6 +30,8 @@ class Stream(IntEnum):
     LEFT_TO_RIGHT = 41  # a held-out document's left-to-right estimate (token order, particles)
     DOC_INIT = 1000  # + pass: SCVB0's initial N^Theta of each document
     DOC_GAMMA = 3000  # + pass: SVB's initial gamma of each document
+    GIBBS_INIT = 41  # Gibbs's initial topic of each token, keyed by document
+    GIBBS_SWEEP = 1 << 24  # + round: Gibbs's draws of each document in a sweep
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

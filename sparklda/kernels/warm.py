@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .cvb0 import cvb0_block, cvb0_init_gamma
+from .gibbs import gibbs_init, gibbs_sweep, topic_counts
 from .inference import foldin_block, loglik_block
 from .scvb0 import add_scaled_rows, init_doc_stats, scatter_add_rows, scvb0_block
 from .special import dirichlet_expectation_2d
@@ -88,6 +89,15 @@ def _svb(dtype: np.dtype[Any]) -> None:
     )
 
 
+def _gibbs(dtype: np.dtype[Any]) -> None:
+    # the counts are float64 whatever ``dtype``; uint16 assignments (K ≤ 65535)
+    keys = np.arange(2, dtype=np.uint64)
+    z = gibbs_init(_INDPTR, _LOCAL, _COUNTS, _K, keys)
+    gibbs_init(_INDPTR, _LOCAL, _COUNTS, _K, keys, np.full((2, _K), 0.5))
+    nphi = topic_counts(_LOCAL, 2, _COUNTS, z, _K)
+    gibbs_sweep(_INDPTR, _LOCAL, _COUNTS, z, nphi, nphi.sum(0), 0.1, 0.01, 0.02, keys)
+
+
 def _inference(dtype: np.dtype[Any]) -> None:
     # the held-out evaluation folds in against float64 topics (its blocks' counts in
     # ``dtype``); CVB0's start in ``dtype``
@@ -104,6 +114,7 @@ WARMERS: dict[str, Callable[[np.dtype[Any]], None]] = {
     "scvb0_update": _scvb0_update,
     "cvb": _cvb,
     "svb": _svb,
+    "gibbs": _gibbs,
     "inference": _inference,
 }
 

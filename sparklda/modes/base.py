@@ -202,6 +202,12 @@ class StatefulMode(Mode, Generic[S]):
     def kernel(self, t: int) -> Callable[[Any, Any, S], S]:
         """``kernel(value, block, state) -> state``: round ``t`` on a block."""
 
+    def state_rows(self) -> Callable[[Any], int]:
+        """``rows(block) -> int``: the rows a block's state has, which a state read back
+        from a checkpoint must have: one per (document, term) pair (CVB0's γ) unless the
+        mode says otherwise (Gibbs: one per token)."""
+        return pair_rows
+
     @abstractmethod
     def statistics(self) -> Callable[[Any, S], np.ndarray]:
         """``statistics(block, state) -> rows``: the block's statistics from its state."""
@@ -209,3 +215,8 @@ class StatefulMode(Mode, Generic[S]):
     @abstractmethod
     def set_initial(self, stats: TopicStats) -> None:
         """Take the merged statistics of the initial states."""
+
+
+def pair_rows(block) -> int:
+    """The (document, term) pairs of a block: a per-pair state's rows."""
+    return int(block.nnz)

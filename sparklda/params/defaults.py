@@ -5,9 +5,9 @@ from __future__ import annotations
 
 #: The algorithms, in the order of the modes registry (:data:`sparklda.modes.MODES`; the
 #: modes sit above this layer, so ``tests/test_registry.py`` keeps the two equal).
-ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb", "map")
+ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb", "map", "gibbs")
 #: The algorithms that take seeded topics (the modes whose ``takes_seed_topics`` is set).
-SEEDED_ALGORITHMS = ("scvb0", "cvb0")
+SEEDED_ALGORITHMS = ("scvb0", "cvb0", "gibbs")
 #: How held-out documents are scored (the 'evaluator' parameter; sparklda.evaluation):
 #: document completion, or the left-to-right particle estimate of whole documents.
 EVALUATORS = ("completion", "left_to_right")

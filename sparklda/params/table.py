@@ -194,7 +194,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "passes",
         int,
         1,
-        doc="Passes over the training corpus (SCVB0, SVB) or iterations (CVB0, CVB, MAP).",
+        doc="Passes over the training corpus (SCVB0, SVB), iterations (CVB0, CVB, MAP) or "
+        "sweeps (Gibbs).",
     ),
     Constraint(
         "time_budget",
@@ -332,6 +333,14 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     ),
     Constraint("estep_max_iter", int, 1, algorithms=_SVB, doc="SVB E-step: iteration cap."),
     Constraint(
+        "gibbs_average",
+        int,
+        1,
+        algorithms=("gibbs",),
+        doc="Gibbs: the topic-word counts of the model are averaged over the last n "
+        "sweeps of the run (1: the last sample only).",
+    ),
+    Constraint(
         "seed",
         int,
         0,
@@ -419,8 +428,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         int,
         0,
         doc="Checkpoint every n rounds (0: never): the driver state to `checkpoint_dir` "
-        "when it is set (every mode; resume continues from it), and for CVB0, CVB and "
-        "MAP also the lineage of their γ blocks.",
+        "when it is set (every mode; resume continues from it), and for CVB0, CVB, "
+        "MAP and Gibbs also the lineage of their γ or topic-assignment blocks.",
     ),
     Constraint(
         "checkpoint_dir",
@@ -445,8 +454,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         bool,
         doc="Learn an asymmetric α (one value per topic) from the data, starting at "
         "`alpha`: Minka's fixed point (SCVB0 as an online step, CVB0 and CVB once per "
-        "iteration) or Hoffman's Newton step (SVB) (docs/architecture.md, \"Learned "
-        "priors\"); not with 'map'.",
+        "iteration, Gibbs once per sweep on its sampled counts) or Hoffman's Newton "
+        "step (SVB) (docs/architecture.md, \"Learned priors\"); not with 'map'.",
     ),
     Constraint(
         "optimize_alpha_sum",
@@ -465,7 +474,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         dict,
         algorithms=SEEDED_ALGORITHMS,
         doc="Seeded topics {topic: [words or term ids]}: each seed word gets extra "
-        "pseudo-counts in its topic (SCVB0 and CVB0 only; docs/architecture.md, "
+        "pseudo-counts in its topic (SCVB0, CVB0 and Gibbs only; docs/architecture.md, "
         '"Seeded topics").',
     ),
     Constraint(

@@ -71,6 +71,7 @@ class TrainParams:
     batch: bool = False
     estep_tol: float = 1e-3
     estep_max_iter: int = 100
+    gibbs_average: int = 5
     seed: int = 0
     dtype: str = "float32"
     eval_every: int = 0

@@ -1,0 +1,274 @@
+"""Collapsed Gibbs sampling on Spark, distributed as AD-LDA (Newman, Asuncion, Smyth &
+Welling 2009; lecture notes 003, section 3.2, Eq. 52), with SparseLDA's sampler
+(Yao, Mimno & McCallum 2009; :mod:`sparklda.kernels.gibbs`).
+
+State. Each cached block keeps one topic per token occurrence (a pair with count c
+carries c of them, in pair order), uint16 when K ≤ 65535, else int32: the mode
+contract's block state (:mod:`sparklda.modes.base`), checkpointed with the blocks by
+the executor like CVB0's γ. The driver keeps the exact counts N^Φ (V×K) and N^Z.
+
+A round is one sweep over every partition (``rounds_per_pass`` = 1, so ``passes``
+counts sweeps):
+
+1. the driver ships N^Φ (int32 while the counts fit, else float64) and N^Z as they
+   stood after the previous sweep (and the seeded topics' pseudo-counts);
+2. each block copies its assignments and sweeps every token against those counts plus
+   its own changes (AD-LDA): its rows of N^Φ start at the round's values, which
+   already count the block's own tokens, so removing a token never goes below 0;
+3. the statistics of a block are its word-topic counts (its terms' rows, exact, from
+   the new assignments), and the merge of every block's rows is the new global N^Φ:
+   no deltas, no drift.
+
+The draws of a sweep are keyed by (seed, round, document) (:class:`Stream`
+``GIBBS_SWEEP`` + round), so the same seed gives the same model whatever task or
+retry runs a block.
+
+Start: a uniformly random topic per token, keyed by (seed, document); a warm start
+draws each token from the initial model's φ̂ row times its document's topics so far
+(:func:`sparklda.kernels.gibbs.gibbs_init`). Seeded topics add their pseudo-counts to
+the N^Φ rows and N^Z the kernel reads, as in CVB0.
+
+Estimates. ``topic_word()`` is N^Φ averaged over the last ``gibbs_average`` sweeps of
+the run (from round ``passes − gibbs_average``; before that, and in the evaluations
+before it, the current counts), so φ̂ = (N̄^Φ + η) / (N̄^Z + Wη). A learned α is
+Minka's fixed point on the sampled document-topic counts N^Θ of each sweep after the
+burn-in (the counts are whole numbers here, so the fixed point applies as derived);
+a learned η is Minka's fixed point on N^Φ, as in every mode.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..block import DocBlock
+from ..kernels.gibbs import assignment_dtype, gibbs_init, gibbs_sweep, topic_counts
+from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
+from ..kernels.random import Stream, doc_keys
+from ..stats import normalize_topics
+from .base import StatefulMode
+from .priors import split_extras, with_extras
+from .seeds import add_seed_rows
+
+log = logging.getLogger("sparklda.modes.gibbs")
+
+#: The block state: one topic per token occurrence (uint16 or int32).
+Assignments = np.ndarray
+#: A block of fewer tokens sends its counts as float32 (every count below 2^24: exact).
+EXACT_FLOAT32 = 2**24
+
+
+# --------------------------------------------------------------------------
+# Per-block functions (built from plain values, never from the mode)
+
+
+def init_state_fn(seed, k, alpha):
+    """``init(phi, block) -> z``: random topics, or drawn from a warm start's φ̂."""
+
+    def run(phi, block: DocBlock):
+        keys = doc_keys(seed, Stream.GIBBS_INIT, block.doc_ids)
+        rows = None if phi is None else phi[block.terms]
+        return gibbs_init(block.indptr, block.local, block.counts, k, keys, rows, alpha)
+
+    return run
+
+
+def sweep_fn(seed, t, alpha, eta, w_eta):
+    """Round ``t``'s sweep of a block: a new assignment array (the cached one is kept)."""
+
+    def run(value, block: DocBlock, z):
+        nphi, nz, seed_terms, seed_rows = value
+        z = np.array(z, copy=True)
+        if block.nnz:
+            rows = np.ascontiguousarray(nphi[block.terms], dtype=np.float64)
+            add_seed_rows(rows, block.terms, seed_terms, seed_rows)
+            keys = doc_keys(seed, Stream.GIBBS_SWEEP + t, block.doc_ids)
+            gibbs_sweep(
+                block.indptr,
+                block.local,
+                block.counts,
+                z,
+                rows,
+                np.array(nz, dtype=np.float64),
+                alpha,
+                eta,
+                w_eta,
+                keys,
+            )
+        return z
+
+    return run
+
+
+def statistics_fn(k, alpha=None):
+    """A block's word-topic counts by term (U, K); with ``alpha`` (a learned α) also
+    Minka's statistics of its documents' sampled topic counts as K + 1 more columns."""
+
+    def run(block: DocBlock, z):
+        rows = topic_counts(block.local, len(block.terms), block.counts, z, k)
+        if alpha is None:
+            # whole counts below 2^24 are exact in float32: half the bytes to merge
+            return rows.astype(np.float32) if block.n_tokens < EXACT_FLOAT32 else rows
+        docs = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
+        ntheta = topic_counts(docs, block.n_docs, block.counts, z, k)
+        num, den = doc_prior_stats(ntheta, alpha)
+        return with_extras(rows, np.append(num, den))
+
+    return run
+
+
+# --------------------------------------------------------------------------
+# The mode
+
+
+class Gibbs(StatefulMode[Assignments]):
+    """Collapsed Gibbs sampling, AD-LDA with SparseLDA's sampler."""
+
+    name = "gibbs"
+    title = "collapsed Gibbs sampling, AD-LDA (Newman et al. 2009) with SparseLDA's sampler"
+    task_kernels = ("gibbs", "merge")
+    takes_seed_topics = True
+
+    def __init__(self, corpus, params, initial_topic_word=None):
+        super().__init__(corpus, params, initial_topic_word)
+        self.k = params.k
+        self.v = corpus.vocab_size
+        self.initial_topic_word = initial_topic_word
+        self.z_dtype = assignment_dtype(self.k)
+        self.z_bytes = int(corpus.n_train_tokens) * self.z_dtype.itemsize
+        self.avg_sum: np.ndarray | None = None
+        self.avg_count = 0
+        log.info(
+            "GIBBS keeps a topic per token for %d tokens in %s: %.1f MB in the cached blocks",
+            corpus.n_train_tokens,
+            self.z_dtype.name,
+            self.z_bytes / 1e6,
+        )
+
+    # -- the round plan --------------------------------------------------
+    @property
+    def rounds_per_pass(self) -> int:
+        return 1
+
+    @property
+    def average_from(self) -> int:
+        """The first round whose counts join the average of ``topic_word``."""
+        return max(0, int(self.params.passes) - int(self.params.gibbs_average))
+
+    @property
+    def w_eta(self) -> float:
+        return self.v * self.eta
+
+    # -- initial state ----------------------------------------------------
+    def init_value(self):
+        if self.initial_topic_word is None:
+            return None
+        return normalize_topics(self.initial_topic_word, self.params.eta)
+
+    def init_state(self):
+        return init_state_fn(self.params.seed, self.k, self.alpha.copy())
+
+    def state_rows(self):
+        return _token_rows
+
+    def statistics(self):
+        return statistics_fn(self.k, self.alpha.copy() if self.params.optimize_alpha else None)
+
+    def set_initial(self, stats):
+        self.nphi = self._stat_rows(stats)[0]
+        self.nz = self.nphi.sum(axis=0)
+        self.initial_topic_word = None
+
+    # -- per round -------------------------------------------------------
+    def _stat_rows(self, stats):
+        rows = stats.to_dense(self.v).rows
+        if not self.params.optimize_alpha:
+            return np.ascontiguousarray(rows, dtype=np.float64), None
+        return split_extras(rows, self.k)
+
+    def round_value(self, t):
+        nphi = self.nphi
+        # the counts are whole numbers: int32 ships them exactly in half the bytes
+        shipped = nphi.astype(np.int32) if nphi.max(initial=0) < 2**31 - 1 else nphi
+        nz = self.nz.copy()
+        if self.seeds.active:
+            nz += self.seeds.totals()
+            return shipped, nz, self.seeds.terms, self.seeds.rows
+        return shipped, nz, np.zeros(0, np.int64), np.zeros((0, self.k))
+
+    def kernel(self, t):
+        return sweep_fn(self.params.seed, t, self.alpha.copy(), self.eta, self.w_eta)
+
+    def update(self, stats, t):
+        old = self.nphi
+        self.nphi, extras = self._stat_rows(stats)
+        self.nz = self.nphi.sum(axis=0)
+        if t >= self.average_from:
+            if self.avg_sum is None:
+                self.avg_sum = np.zeros_like(self.nphi)
+            self.avg_sum += self.nphi
+            self.avg_count += 1
+        if extras is not None and self.priors.learns(self.pass_of(t)):
+            self.alpha = minka_alpha_step(self.alpha, extras[: self.k], float(extras[self.k]))
+            if not self.params.optimize_alpha_sum:
+                self.alpha = keep_total(self.alpha, self.k * self.params.alpha)
+        self.priors.learn_eta(self.nphi, self.pass_of(t))
+        tokens = float(stats.extra.get("tokens", 0.0))
+        self.tokens_seen += tokens
+        self.docs_seen += int(stats.extra.get("docs", 0))
+        return {
+            # at least this share of the tokens changed topic (moves within a term cancel)
+            "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),
+            "partitions": self.n_partitions,
+            "averaged_sweeps": self.avg_count,
+            **self.priors.report(),
+        }
+
+    def topic_word(self):
+        if self.avg_count:
+            assert self.avg_sum is not None
+            counts = self.avg_sum / self.avg_count
+        else:
+            counts = self.nphi.copy()
+        return self.seeds.added_to(counts)
+
+    # -- checkpoints -------------------------------------------------------
+    def state(self):
+        out = {
+            **super().state(),
+            "nphi": self.nphi,
+            "avg_count": self.avg_count,
+            "average_from": self.average_from,
+        }
+        if self.avg_sum is not None:
+            out["avg_sum"] = self.avg_sum
+        return out
+
+    def restore(self, state):
+        super().restore(state)
+        self.nphi = np.array(state["nphi"], dtype=np.float64)
+        self.nz = self.nphi.sum(axis=0)
+        self.avg_count, self.avg_sum = 0, None
+        if int(state.get("average_from", -1)) == self.average_from and "avg_sum" in state:
+            self.avg_count = int(state["avg_count"])
+            self.avg_sum = np.array(state["avg_sum"], dtype=np.float64)
+        elif "avg_sum" in state:
+            # resumed with other passes or gibbs_average: the average restarts here
+            log.info("Gibbs: the average of the last sweeps restarts after the resume")
+        self.initial_topic_word = None
+
+    def report(self):
+        return {
+            "assignment_bytes": self.z_bytes,
+            "assignment_dtype": self.z_dtype.name,
+            "tokens": int(self.corpus.n_train_tokens),
+            "averaged_sweeps": self.avg_count,
+            "gibbs_average": int(self.params.gibbs_average),
+            "checkpoint_interval": self.params.checkpoint_interval,
+        }
+
+
+def _token_rows(block) -> int:
+    """A Gibbs block state has one entry per token of its block."""
+    return round(block.n_tokens)

@@ -414,3 +414,12 @@ def test_lane_sums_follow_the_documented_order(dtype):
         assert np.all(out[n:] == -1.0)  # nothing written past n
         # a blocked sum: close to the exact sum
         assert abs(float(want) - float(np.sum(a[:n], dtype=np.float64))) <= 1e-6 * max(n, 1)
+
+
+def test_random_streams_are_distinct():
+    """Two streams with one value would draw the same numbers for two purposes (an IntEnum
+    makes the second an alias silently; ``@unique`` refuses it at import)."""
+    from sparklda.kernels.random import Stream
+
+    values = [m.value for m in Stream.__members__.values()]
+    assert len(values) == len(set(values)), Stream.__members__

@@ -7,13 +7,14 @@ result never depends on which executor, partition or task attempt ran it.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, unique
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 
+@unique
 class Stream(IntEnum):
     """Every random stream of the library, in one place (values fixed: changing one
     changes every seeded result). Streams marked "+ pass" are offset by the pass number."""
@@ -30,7 +31,7 @@ class Stream(IntEnum):
     LEFT_TO_RIGHT = 41  # a held-out document's left-to-right estimate (token order, particles)
     DOC_INIT = 1000  # + pass: SCVB0's initial N^Theta of each document
     DOC_GAMMA = 3000  # + pass: SVB's initial gamma of each document
-    GIBBS_INIT = 41  # Gibbs's initial topic of each token, keyed by document
+    GIBBS_INIT = 43  # Gibbs's initial topic of each token, keyed by document
     GIBBS_SWEEP = 1 << 24  # + round: Gibbs's draws of each document in a sweep
 
 

@@ -12,7 +12,7 @@ from .reference import alpha_list, doc_key, splitmix64
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
-LEFT_TO_RIGHT_STREAM = 41
+LEFT_TO_RIGHT_STREAM = 43
 
 
 class DocStream:

@@ -28,10 +28,10 @@ class Stream(IntEnum):
     GAMMA_INIT = 21  # CVB's per-pair random start (CVB0 starts from INIT_TERM_TOPICS)
     INIT_TERM_TOPICS = 22  # CVB0/CVB's random initial topics, a row per term
     INIT_LAMBDA = 31  # SVB's random initial lambda
-    LEFT_TO_RIGHT = 41  # a held-out document's left-to-right estimate (token order, particles)
+    LEFT_TO_RIGHT = 43  # a held-out document's left-to-right estimate (token order, particles)
     DOC_INIT = 1000  # + pass: SCVB0's initial N^Theta of each document
     DOC_GAMMA = 3000  # + pass: SVB's initial gamma of each document
-    GIBBS_INIT = 43  # Gibbs's initial topic of each token, keyed by document
+    GIBBS_INIT = 41  # Gibbs's initial topic of each token, keyed by document
     GIBBS_SWEEP = 1 << 24  # + round: Gibbs's draws of each document in a sweep
 
 

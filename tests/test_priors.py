@@ -455,3 +455,38 @@ def test_learned_priors_are_part_of_the_checkpointed_driver_state(algorithm):
     older = MODES[algorithm](corpus, p)
     older.restore(old)
     np.testing.assert_array_equal(older.alpha, np.full(3, p.alpha))
+
+
+def test_online_modes_learn_eta_from_a_pass_of_counts_not_their_running_estimate():
+    """SCVB0 and SVB learn η at a pass's end from the sum of the pass's rounds' statistics
+    (each document's expected counts once), not from N^Φ or λ − η, which keep the random
+    start's mass in every cell; the half-pass sum is part of the checkpointed state."""
+    from sparklda.modes.priors import Priors
+
+    rng = np.random.default_rng(5)
+    v, k = 30, 4
+    first = rng.gamma(0.3, 2.0, size=(12, k))
+    second = rng.gamma(0.3, 2.0, size=(20, k))
+    t1 = rng.choice(v, 12, replace=False)
+    t2 = rng.choice(v, 20, replace=False)
+    pri = Priors(TrainParams(k=k, eta=0.05, optimize_eta=True, passes=4))
+    assert pri.burnin() == 1
+    pri.learn_eta_pass(v, t1, first, 0, False)
+    pri.learn_eta_pass(v, t2, second, 0, True)  # pass 0: burn-in, η stays
+    assert pri.eta == 0.05
+    pri.learn_eta_pass(v, t1, first, 1, False)
+    assert pri.eta == 0.05
+    mid = Priors(TrainParams(k=k, eta=0.05, optimize_eta=True, passes=4))
+    mid.restore(pri.state())  # a checkpoint in the middle of pass 1
+    pri.learn_eta_pass(v, t2, second, 1, True)
+    mid.learn_eta_pass(v, t2, second, 1, True)
+    total = np.zeros((v, k))
+    total[t1] += first
+    total[t2] += second
+    expected = priors.minka_eta(total, 0.05)
+    assert pri.eta == expected == mid.eta and expected != 0.05
+    assert not pri.eta_pass.any()  # the next pass starts from zero
+    # without optimize_eta nothing is kept
+    off = Priors(TrainParams(k=k, eta=0.05))
+    off.learn_eta_pass(v, t1, first, 3, True)
+    assert off.eta_pass is None and off.eta == 0.05

@@ -30,6 +30,8 @@ class Priors:
         self.waits = waits
         self.alpha = np.full(params.k, float(params.alpha))
         self.eta = float(params.eta)
+        #: the pass's expected topic-word counts for η (:meth:`learn_eta_pass`), (V, K)
+        self.eta_pass: np.ndarray | None = None
 
     def burnin(self) -> int:
         """Passes before a learned prior moves: the first quarter of the run, at least
@@ -51,6 +53,33 @@ class Priors:
         if self.params.optimize_eta and self.learns(pass_no):
             self.eta = minka_eta(topic_word, self.eta)
 
+    def learn_eta_pass(
+        self, vocab_size: int, terms: np.ndarray, rows: np.ndarray, pass_no: int, pass_end: bool
+    ) -> None:
+        """With ``optimize_eta``, for the online modes (SCVB0, SVB): add a round of pass
+        ``pass_no``'s
+        statistics (``rows`` of the terms ``terms``: the round's documents' expected counts
+        Σ m·γ, unscaled) to the pass's sum, and at the pass's end learn η from that sum
+        (:meth:`learn_eta`; V·K digammas a pass) and start the next pass's.
+
+        Not from the mode's topic-word estimate: SCVB0's N^Φ and SVB's λ − η are online
+        averages that mix the passes' assignments (a word that moved between topics has
+        mass in both) with the random start's mass spread over every (term, topic) cell,
+        which the fixed point reads as words used by many topics; η came out far larger
+        than CVB0's on the same corpus (lda_reuters, K=20: SCVB0 0.48, SVB 5.8, CVB0
+        0.11) and held-out quality fell. One pass's sum, each document counted once, is
+        the statistic CVB0 reads (docs/architecture.md, "Learned priors")."""
+        if not self.params.optimize_eta:
+            return
+        k = self.params.k
+        if self.eta_pass is None:
+            self.eta_pass = np.zeros((vocab_size, k), dtype=np.float64)
+        if len(terms):
+            self.eta_pass[terms] += rows[:, :k]
+        if pass_end:
+            self.learn_eta(self.eta_pass, pass_no)
+            self.eta_pass[:] = 0.0
+
     def report(self) -> dict[str, Any]:
         """What a round record shows of learned priors."""
         out: dict[str, Any] = {}
@@ -60,13 +89,28 @@ class Priors:
             out["eta"] = self.eta
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """The priors at the end of training, for the fit's report: α per topic (a list of
+        K values: the learned one with ``optimize_alpha``), η, and which were learned."""
+        return {
+            "alpha": [float(x) for x in self.alpha],
+            "eta": float(self.eta),
+            "learned_alpha": bool(self.params.optimize_alpha),
+            "learned_eta": bool(self.params.optimize_eta),
+        }
+
     def state(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "eta": self.eta}
+        out: dict[str, Any] = {"alpha": self.alpha, "eta": self.eta}
+        if self.eta_pass is not None:
+            out["eta_pass"] = self.eta_pass
+        return out
 
     def restore(self, state: dict[str, Any]) -> None:
         if "alpha" in state:  # checkpoints written before learned priors have none
             self.alpha = np.array(state["alpha"], dtype=np.float64).reshape(self.params.k)
             self.eta = float(state["eta"])
+        if state.get("eta_pass") is not None:  # a pass's sum mid-pass (optimize_eta)
+            self.eta_pass = np.array(state["eta_pass"], dtype=np.float64)
 
 
 def with_extras(rows: np.ndarray, extras: np.ndarray) -> np.ndarray:

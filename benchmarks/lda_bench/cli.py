@@ -301,6 +301,13 @@ def parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--map-alpha", type=float, default=0.0, help="α (default: 50/K + 1)")
     g.add_argument("--map-eta", type=float, default=0.0, help="η (default: 1.1)")
+    g.add_argument(
+        "--map-no-warm-up",
+        action="store_true",
+        help="no untimed first fits (sparklda 2 iterations, MLlib 1) on the first corpus; "
+        "MLlib's first fit (I1) then pays for the JVM's warm-up, which lowers its time per "
+        "iteration (I2 − I1 fits)",
+    )
     g = p.add_argument_group("Spark Connect against classic (the connect stage)")
     g.add_argument(
         "--connect",
@@ -556,6 +563,7 @@ def resolve_options(args):
         map_mllib_iters=_mllib_iters(args.map_mllib_iters, "--map-mllib-iters"),
         map_alpha=args.map_alpha,
         map_eta=args.map_eta,
+        map_warm_up=not args.map_no_warm_up,
     )
 
 

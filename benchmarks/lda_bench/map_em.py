@@ -145,10 +145,11 @@ def run_map(spark, specs, opts, results: dict) -> list:
             d_alpha, d_eta = default_priors(spec.k)
             alpha = opts.map_alpha or d_alpha
             eta = opts.map_eta or d_eta
-            # a first, untimed sparklda fit: numba's compile and the workers' start
-            run_sparklda_map(bc, spec.k, 2, alpha, eta, opts.seed)
+            warm = opts.map_warm_up and i == 0
+            if warm:  # a first, untimed sparklda fit: numba's compile and the workers' start
+                run_sparklda_map(bc, spec.k, 2, alpha, eta, opts.seed)
             ours = run_sparklda_map(bc, spec.k, iters[1], alpha, eta, opts.seed)
-            theirs = run_mllib_em(bc, spec.k, iters, alpha, eta, opts.seed, warm_up=i == 0)
+            theirs = run_mllib_em(bc, spec.k, iters, alpha, eta, opts.seed, warm_up=warm)
             common = {"corpus": spec.name, "k": spec.k, "alpha": alpha, "eta": eta}
             for r in (ours, theirs):
                 rows.append({**common, **r})

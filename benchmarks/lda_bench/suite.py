@@ -117,6 +117,7 @@ class Options:
     map_mllib_iters: tuple = (2, 10)
     map_alpha: float = 0.0
     map_eta: float = 0.0
+    map_warm_up: bool = True
 
 
 def default_systems() -> list[str]:

@@ -18,6 +18,9 @@ import numpy as np
 from ..kernels.priors import minka_eta
 from ..params import TrainParams
 
+#: The online modes' η moves by at most this factor a pass (:meth:`Priors.learn_eta_pass`).
+ETA_PASS_FACTOR = 2.0
+
 
 class Priors:
     """α (a K-vector, float64) and η: the given priors, or the learned ones with
@@ -56,19 +59,20 @@ class Priors:
     def learn_eta_pass(
         self, vocab_size: int, terms: np.ndarray, rows: np.ndarray, pass_no: int, pass_end: bool
     ) -> None:
-        """With ``optimize_eta``, for the online modes (SCVB0, SVB): add a round of pass
-        ``pass_no``'s
+        """With ``optimize_eta``, for the online modes (SCVB0, SVB): add a round's
         statistics (``rows`` of the terms ``terms``: the round's documents' expected counts
-        Σ m·γ, unscaled) to the pass's sum, and at the pass's end learn η from that sum
-        (:meth:`learn_eta`; V·K digammas a pass) and start the next pass's.
+        Σ m·γ, unscaled) to pass ``pass_no``'s sum; at the pass's end, after the burn-in
+        (:meth:`eta_pass_burnin`), move η towards Minka's fixed point on that sum by at
+        most a factor :data:`ETA_PASS_FACTOR` (V·K digammas a pass), and start the next
+        pass's sum.
 
         Not from the mode's topic-word estimate: SCVB0's N^Φ and SVB's λ − η are online
         averages that mix the passes' assignments (a word that moved between topics has
         mass in both) with the random start's mass spread over every (term, topic) cell,
-        which the fixed point reads as words used by many topics; η came out far larger
-        than CVB0's on the same corpus (lda_reuters, K=20: SCVB0 0.48, SVB 5.8, CVB0
-        0.11) and held-out quality fell. One pass's sum, each document counted once, is
-        the statistic CVB0 reads (docs/architecture.md, "Learned priors")."""
+        which the fixed point reads as words used by many topics, so η came out several
+        times CVB0's on the same corpus and held-out quality fell. One pass's sum, each
+        document counted once, is the statistic CVB0 reads (docs/architecture.md,
+        "Learned priors")."""
         if not self.params.optimize_eta:
             return
         k = self.params.k
@@ -77,8 +81,25 @@ class Priors:
         if len(terms):
             self.eta_pass[terms] += rows[:, :k]
         if pass_end:
-            self.learn_eta(self.eta_pass, pass_no)
+            if pass_no >= self.eta_pass_burnin():
+                target = minka_eta(self.eta_pass, self.eta)
+                # damped: at most a factor ETA_PASS_FACTOR a pass, either way
+                self.eta = float(
+                    np.clip(target, self.eta / ETA_PASS_FACTOR, self.eta * ETA_PASS_FACTOR)
+                )
             self.eta_pass[:] = 0.0
+
+    def eta_pass_burnin(self) -> int:
+        """Passes before the online modes' η moves (:meth:`learn_eta_pass`): the first half
+        of the run, at least one pass, whether or not α waits (SVB's α does not). A
+        pass's counts are read from assignments made with the topics of the pass before,
+        which in the first passes still hold much of the random start (SCVB0's N^Φ, SVB's
+        λ), spread over every cell: the fixed point reads them as a larger η, and the
+        larger η spreads the next pass's assignments further. For the same reason a
+        pass moves η by at most a factor :data:`ETA_PASS_FACTOR`: the fixed point's η
+        falls pass after pass as the topics sharpen, and an η that jumped to the first
+        reading stays too large for the few passes these modes run."""
+        return max(1, int(self.params.passes) // 2)
 
     def report(self) -> dict[str, Any]:
         """What a round record shows of learned priors."""

@@ -974,10 +974,15 @@ def test_map_stage_runs_only_when_named_and_priors_skip_what_a_mode_refuses(tiny
     opts = cli.resolve_options(cli.parser().parse_args([*args, "--only", "map"]))
     assert [(s.name, s.k) for s in opts.map_corpora] == [("planted", 4)]
     assert opts.map_mllib_iters == (1, 3) and opts.corpora == [] and opts.priors_corpora == []
-    full = cli.resolve_options(cli.parser().parse_args([*args, "--corpora", f"{tiny_corpus}:4"]))
-    assert full.map_corpora == []
+    others = ["--corpora", f"{tiny_corpus}:4", "--connect", f"{tiny_corpus}:4"]
+    full = cli.resolve_options(
+        cli.parser().parse_args([*args, *others, "--priors", f"{tiny_corpus}:4"])
+    )
+    assert full.map_corpora == [] and full.priors_corpora
     with pytest.raises(SystemExit, match="--map-mllib-iters"):
-        cli.resolve_options(cli.parser().parse_args(["--only", "map", "--map-mllib-iters", "3"]))
+        cli.resolve_options(
+            cli.parser().parse_args([*args[:2], "--only", "map", "--map-mllib-iters", "3"])
+        )
     assert "map" in cli.STAGES and cli.STAGE_KEYS["map"] == ("map",) and "map" in cli.MERGE_KEYS
     assert map_em.default_priors(50) == (2.0, 1.1)
     assert priors.parse_passes("map=3,cvb0=2") == {"map": 3, "cvb0": 2}

@@ -75,7 +75,7 @@ def parse_variants(text: str) -> list:
 def supports(mode: str, variant: str) -> bool:
     """Whether ``mode`` takes the variant's parameters (MAP-EM refuses learned priors)."""
     try:
-        TrainParams(algorithm=mode, k=2, **VARIANTS[variant])
+        TrainParams(algorithm=mode, k=2, **VARIANTS[variant]).validate()
     except ParamError:
         return False
     return True

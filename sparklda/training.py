@@ -526,6 +526,7 @@ class Training:
             "resumed_after_round": self.first_round or None,
             "corpus": corpus.report,
             "mode": {**mode.report(), **self.executor.report()},
+            "priors": mode.priors.summary(),
             "checkpoints": cp.report() if cp else None,
             "early_stopping": self.stopping.report() if self.stopping else None,
         }

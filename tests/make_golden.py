@@ -1,9 +1,11 @@
 """Writes tests/data/golden_models.npz: the topics of small fits made with the code as
 it was before the package restructuring (issue 32), one per mode and path; the test
 ``tests/test_golden.py`` trains the same fits and compares. Re-run only when a change
-is meant to change the models:
+is meant to change the models, naming the fits it changes (the others keep their saved
+topics):
 
-    python tests/make_golden.py
+    python tests/make_golden.py            # every fit
+    python tests/make_golden.py scvb0_priors
 """
 
 from __future__ import annotations
@@ -70,7 +72,13 @@ if __name__ == "__main__":
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    models = fit_all(spark)
-    np.savez_compressed(os.path.join(HERE, "data", "golden_models.npz"), **models)
+    path = os.path.join(HERE, "data", "golden_models.npz")
+    names = sys.argv[1:]
+    unknown = sorted(set(names) - set(FITS))
+    if unknown:
+        raise SystemExit(f"unknown fits {unknown}; known: {sorted(FITS)}")
+    models = dict(np.load(path)) if names else {}
+    models.update(fit_all(spark, {n: FITS[n] for n in names} if names else FITS))
+    np.savez_compressed(path, **models)
     print({k: v.shape for k, v in models.items()})
     spark.stop()

@@ -961,3 +961,30 @@ def test_merge_into_takes_a_quality_run_and_refuses_a_run_with_no_stage(tmp_path
     empty = {"meta": later["meta"], "corpora": {}, "systems": {}, "points": []}
     with pytest.raises(ValueError, match="no stage's figures"):
         cli.merge_into(str(base_path), empty)
+
+
+def test_map_stage_runs_only_when_named_and_priors_skip_what_a_mode_refuses(tiny_corpus):
+    """--only map fits MAP-EM and MLlib's EM on the --map corpora, MLlib at two
+    iteration counts; without --only map (even in a full run) the stage is off. The
+    priors stage takes any registered mode and leaves out the variants a mode refuses
+    (MAP-EM learns no prior)."""
+    from benchmarks.lda_bench import map_em, priors
+
+    args = ["--map", f"{tiny_corpus}:4", "--map-mllib-iters", "1,3"]
+    opts = cli.resolve_options(cli.parser().parse_args([*args, "--only", "map"]))
+    assert [(s.name, s.k) for s in opts.map_corpora] == [("planted", 4)]
+    assert opts.map_mllib_iters == (1, 3) and opts.corpora == [] and opts.priors_corpora == []
+    others = ["--corpora", f"{tiny_corpus}:4", "--connect", f"{tiny_corpus}:4"]
+    full = cli.resolve_options(
+        cli.parser().parse_args([*args, *others, "--priors", f"{tiny_corpus}:4"])
+    )
+    assert full.map_corpora == [] and full.priors_corpora
+    with pytest.raises(SystemExit, match="--map-mllib-iters"):
+        cli.resolve_options(
+            cli.parser().parse_args([*args[:2], "--only", "map", "--map-mllib-iters", "3"])
+        )
+    assert "map" in cli.STAGES and cli.STAGE_KEYS["map"] == ("map",) and "map" in cli.MERGE_KEYS
+    assert map_em.default_priors(50) == (2.0, 1.1)
+    assert priors.parse_passes("map=3,cvb0=2") == {"map": 3, "cvb0": 2}
+    assert priors.supports("cvb0", "alpha") and priors.supports("map", "fixed")
+    assert not priors.supports("map", "alpha") and not priors.supports("map", "eta")

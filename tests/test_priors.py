@@ -455,3 +455,50 @@ def test_learned_priors_are_part_of_the_checkpointed_driver_state(algorithm):
     older = MODES[algorithm](corpus, p)
     older.restore(old)
     np.testing.assert_array_equal(older.alpha, np.full(3, p.alpha))
+
+
+def test_online_modes_learn_eta_from_a_pass_of_counts_not_their_running_estimate():
+    """SCVB0 and SVB learn η at a pass's end from the sum of the pass's rounds' statistics
+    (each document's expected counts once), not from N^Φ or λ − η, which keep the random
+    start's mass in every cell; after half the passes, by at most a factor 2 a pass. The
+    half-pass sum is part of the checkpointed state."""
+    from sparklda.modes.priors import ETA_PASS_FACTOR, Priors
+
+    rng = np.random.default_rng(5)
+    v, k = 30, 4
+    first = rng.gamma(0.3, 2.0, size=(12, k))
+    second = rng.gamma(0.3, 2.0, size=(20, k))
+    t1 = rng.choice(v, 12, replace=False)
+    t2 = rng.choice(v, 20, replace=False)
+    total = np.zeros((v, k))
+    total[t1] += first
+    total[t2] += second
+
+    def params(eta):
+        return TrainParams(k=k, eta=eta, optimize_eta=True, passes=4)
+
+    for eta in (0.2, 0.001, 5.0):  # the target inside, below and above the factor's reach
+        pri = Priors(params(eta))
+        assert pri.eta_pass_burnin() == 2
+        for p in (0, 1):  # burn-in: η stays
+            pri.learn_eta_pass(v, t1, first, p, False)
+            pri.learn_eta_pass(v, t2, second, p, True)
+            assert pri.eta == eta
+        pri.learn_eta_pass(v, t1, first, 2, False)
+        assert pri.eta == eta
+        mid = Priors(params(eta))
+        mid.restore(pri.state())  # a checkpoint in the middle of pass 2
+        pri.learn_eta_pass(v, t2, second, 2, True)
+        mid.learn_eta_pass(v, t2, second, 2, True)
+        target = priors.minka_eta(total, eta)
+        expected = min(max(target, eta / ETA_PASS_FACTOR), eta * ETA_PASS_FACTOR)
+        assert pri.eta == expected == mid.eta
+        assert not pri.eta_pass.any()  # the next pass starts from zero
+        if eta == 0.2:
+            assert eta / 2 < target < eta * 2  # undamped here
+        else:
+            assert pri.eta == (eta * 2 if eta < target else eta / 2)
+    # without optimize_eta nothing is kept
+    off = Priors(TrainParams(k=k, eta=0.05, passes=4))
+    off.learn_eta_pass(v, t1, first, 3, True)
+    assert off.eta_pass is None and off.eta == 0.05

@@ -108,6 +108,10 @@ def test_learned_alpha_recovers_the_generating_alpha(learned, algorithm):
         assert res.rounds[0]["passes"] <= burnin
     assert res.model.eta == 0.01
     assert res.evaluations[-1]["heldout_loglik"] > np.log(1 / V)
+    # the fit's report carries the learned α per topic, the model's
+    pri = res.report["priors"]
+    np.testing.assert_array_equal(pri["alpha"], res.model.alpha)
+    assert pri["learned_alpha"] and not pri["learned_eta"] and pri["eta"] == 0.01
 
 
 @pytest.mark.slow

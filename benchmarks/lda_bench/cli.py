@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 
 import sparklda
 
-from . import connect, priors, report, scale, suite
+from . import connect, map_em, priors, report, scale, suite
 from .suite import (
     DEFAULT_HELDOUT,
     DEFAULT_HELDOUT_OTHER,
@@ -63,6 +63,7 @@ STAGES = (
     "startup",
     "connect",
     "priors",
+    "map",
 )
 DEFAULT_PRIORS = "uci_kos:20,lda_newsgroups:20"
 
@@ -80,6 +81,7 @@ STAGE_KEYS = {
     "startup": ("startup",),
     "connect": ("connect",),
     "priors": ("priors",),
+    "map": ("map",),
 }
 
 
@@ -275,10 +277,36 @@ def parser() -> argparse.ArgumentParser:
         help="the variants of each mode's fit: " + ", ".join(priors.VARIANTS),
     )
     g.add_argument(
+        "--priors-no-coherence",
+        action="store_true",
+        help="leave the topics' coherence out of the priors stage's rows (faster)",
+    )
+    g.add_argument(
         "--merge-into",
         default="",
         help="a results.json to add this run's stages to (its other figures are kept); "
         "the page is made from the merged results",
+    )
+    g = p.add_argument_group("MAP-EM against MLlib's EM (the map stage)")
+    g.add_argument(
+        "--map",
+        default=map_em.DEFAULT_MAP,
+        help="NAME:K corpora of the map stage (it runs only when --only names it)",
+    )
+    g.add_argument(
+        "--map-mllib-iters",
+        default="2,10",
+        help="I1,I2: MLlib's EM is fitted with maxIter I1 and I2 (its time per iteration is "
+        "the difference over I2 − I1); sparklda's MAP-EM runs I2 iterations",
+    )
+    g.add_argument("--map-alpha", type=float, default=0.0, help="α (default: 50/K + 1)")
+    g.add_argument("--map-eta", type=float, default=0.0, help="η (default: 1.1)")
+    g.add_argument(
+        "--map-no-warm-up",
+        action="store_true",
+        help="no untimed first fits (sparklda 2 iterations, MLlib 1) on the first corpus; "
+        "MLlib's first fit (I1) then pays for the JVM's warm-up, which lowers its time per "
+        "iteration (I2 − I1 fits)",
     )
     g = p.add_argument_group("Spark Connect against classic (the connect stage)")
     g.add_argument(
@@ -429,6 +457,8 @@ def apply_only(args):
         args.connect = ""
     if "priors" not in only:
         args.priors = ""
+    if "map" not in only:
+        args.map = ""
 
 
 def resolve_options(args):
@@ -524,15 +554,23 @@ def resolve_options(args):
         ],
         priors_modes=priors.parse_passes(args.priors_modes),
         priors_variants=priors.parse_variants(args.priors_variants),
+        priors_coherence=not args.priors_no_coherence,
+        map_corpora=[
+            _corpus_spec(x.strip(), args, held, 50)
+            for x in (args.map if args.only else "").split(",")
+            if x.strip()
+        ],
+        map_mllib_iters=_mllib_iters(args.map_mllib_iters, "--map-mllib-iters"),
+        map_alpha=args.map_alpha,
+        map_eta=args.map_eta,
+        map_warm_up=not args.map_no_warm_up,
     )
 
 
-def _mllib_iters(text) -> tuple:
+def _mllib_iters(text, option: str = "--throughput-mllib-iters") -> tuple:
     iters = _ints(text)
     if len(iters) != 2 or not 1 <= iters[0] < iters[1]:
-        raise SystemExit(
-            f"error: --throughput-mllib-iters must be M1,M2 with 1 <= M1 < M2; got {text!r}"
-        )
+        raise SystemExit(f"error: {option} must be M1,M2 with 1 <= M1 < M2; got {text!r}")
     return tuple(iters)
 
 
@@ -607,6 +645,8 @@ def run(spark, args, command: str | None = None) -> dict:
         connect.run_connect(spark, opts.connect_corpus, opts, results, work)
     if opts.priors_corpora:
         priors.run_priors(spark, opts.priors_corpora, opts, results)
+    if opts.map_corpora:
+        map_em.run_map(spark, opts.map_corpora, opts, results)
     results["meta"]["run_seconds"] = time.perf_counter() - started
     if args.merge_into:
         results = merge_into(args.merge_into, results)
@@ -620,7 +660,17 @@ def run(spark, args, command: str | None = None) -> dict:
 
 
 #: The results keys a stage run on its own sets (``--merge-into`` copies them).
-MERGE_KEYS = ("kernel", "sweep", "scaling", "tasks", "throughput", "startup", "connect", "priors")
+MERGE_KEYS = (
+    "kernel",
+    "sweep",
+    "scaling",
+    "tasks",
+    "throughput",
+    "startup",
+    "connect",
+    "priors",
+    "map",
+)
 
 
 def merge_into(path: str, results: dict) -> dict:
@@ -656,8 +706,12 @@ def merge_into(path: str, results: dict) -> dict:
     if "priors" in stages and earlier_priors:
         # the priors stage's rows of other corpora and modes stay (runs add up)
         new = results["priors"]
-        measured = {(r["corpus"], r["mode"]) for r in new["rows"]}
-        kept = [r for r in earlier_priors["rows"] if (r["corpus"], r["mode"]) not in measured]
+        measured = {(r["corpus"], r.get("k"), r["mode"]) for r in new["rows"]}
+        kept = [
+            r
+            for r in earlier_priors["rows"]
+            if (r["corpus"], r.get("k"), r["mode"]) not in measured
+        ]
         variants = list(earlier_priors["variants"])
         variants += [v for v in new["variants"] if v not in variants]
         base["priors"] = {

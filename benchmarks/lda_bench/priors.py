@@ -28,7 +28,8 @@ import numpy as np
 
 from sparklda.api import fit
 from sparklda.corpus import read_uci
-from sparklda.params import TrainParams
+from sparklda.errors import ParamError
+from sparklda.params import ALGORITHMS, TrainParams
 
 from .connect import uci_paths
 from .suite import coherence_means
@@ -42,6 +43,8 @@ VARIANTS = {
     "alpha+sum": {"optimize_alpha": True, "optimize_alpha_sum": True},
     "eta": {"optimize_eta": True},
 }
+#: Modes whose priors must exceed 1 (MAP): their fits keep the mode's default α.
+ABOVE_ONE = ("map",)
 #: Modes in which ``optimize_alpha_sum`` applies.
 ALPHA_SUM_MODES = ("scvb0", "cvb0", "cvb", "svb")
 DEFAULT_VARIANTS = "fixed,alpha,alpha+sum,eta"
@@ -55,7 +58,7 @@ def parse_passes(text: str) -> dict:
         if not item:
             continue
         name, _, n = item.partition("=")
-        if name not in ("scvb0", "cvb0", "cvb", "svb") or not n.isdigit() or int(n) < 1:
+        if name not in ALGORITHMS or not n.isdigit() or int(n) < 1:
             raise SystemExit(f"error: --priors-modes takes MODE=PASSES items; got {item!r}")
         out[name] = int(n)
     return out
@@ -69,9 +72,20 @@ def parse_variants(text: str) -> list:
     return names
 
 
+def supports(mode: str, variant: str) -> bool:
+    """Whether ``mode`` takes the variant's parameters (MAP-EM refuses learned priors)."""
+    try:
+        TrainParams(algorithm=mode, k=2, **VARIANTS[variant]).validate()
+    except ParamError:
+        return False
+    return True
+
+
 def run_priors(spark, specs, opts, results: dict) -> list:
-    """The priors stage; sets ``results["priors"]`` (its rows and settings)."""
+    """The priors stage; sets ``results["priors"]`` (its rows and settings). A mode that
+    refuses a variant's parameters (``supports``) has no row for it."""
     rows = []
+    with_coherence = getattr(opts, "priors_coherence", True)
     for spec in specs:
         docword, vocab = uci_paths(spec.path)
         source = read_uci(spark, docword, vocab)  # the coherence's documents, parsed once
@@ -81,10 +95,14 @@ def run_priors(spark, specs, opts, results: dict) -> list:
             for variant in opts.priors_variants:
                 if variant == "alpha+sum" and mode not in ALPHA_SUM_MODES:
                     continue
+                if not supports(mode, variant):
+                    log.info("priors stage: %s does not take the %s variant", mode, variant)
+                    continue
+                alpha = {} if mode in ABOVE_ONE else {"alpha": opts.alpha}
                 params = TrainParams(
                     algorithm=mode,
                     k=spec.k,
-                    alpha=opts.alpha,
+                    **alpha,
                     passes=passes,
                     heldout_count=spec.heldout_count,
                     seed=opts.seed,
@@ -113,7 +131,7 @@ def run_priors(spark, specs, opts, results: dict) -> list:
                     "alpha_min": float(alpha.min()),
                     "alpha_max": float(alpha.max()),
                     "eta": float(res.model.eta),
-                    **coherence_means(res.model, source),
+                    **(coherence_means(res.model, source) if with_coherence else {}),
                     "fit_s": seconds,
                 }
                 if variant == "fixed":

@@ -646,6 +646,7 @@ def write_files(results: dict, out_dir: str) -> dict:
         ("connect", (results.get("connect") or {}).get("paths")),
         ("startup", results.get("startup")),
         ("priors", (results.get("priors") or {}).get("rows")),
+        ("map", (results.get("map") or {}).get("rows")),
     ):
         if rows:
             paths[name] = os.path.join(out_dir, f"{name}.csv")

@@ -111,6 +111,13 @@ class Options:
     priors_corpora: list = field(default_factory=list)
     priors_modes: dict = field(default_factory=dict)
     priors_variants: list = field(default_factory=list)
+    priors_coherence: bool = True
+    # MAP-EM against MLlib's EM (benchmarks/lda_bench/map_em.py)
+    map_corpora: list = field(default_factory=list)
+    map_mllib_iters: tuple = (2, 10)
+    map_alpha: float = 0.0
+    map_eta: float = 0.0
+    map_warm_up: bool = True
 
 
 def default_systems() -> list[str]:

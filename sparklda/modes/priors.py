@@ -18,6 +18,9 @@ import numpy as np
 from ..kernels.priors import minka_eta
 from ..params import TrainParams
 
+#: The online modes' η moves by at most this factor a pass (:meth:`Priors.learn_eta_pass`).
+ETA_PASS_FACTOR = 2.0
+
 
 class Priors:
     """α (a K-vector, float64) and η: the given priors, or the learned ones with
@@ -30,6 +33,8 @@ class Priors:
         self.waits = waits
         self.alpha = np.full(params.k, float(params.alpha))
         self.eta = float(params.eta)
+        #: the pass's expected topic-word counts for η (:meth:`learn_eta_pass`), (V, K)
+        self.eta_pass: np.ndarray | None = None
 
     def burnin(self) -> int:
         """Passes before a learned prior moves: the first quarter of the run, at least
@@ -51,6 +56,51 @@ class Priors:
         if self.params.optimize_eta and self.learns(pass_no):
             self.eta = minka_eta(topic_word, self.eta)
 
+    def learn_eta_pass(
+        self, vocab_size: int, terms: np.ndarray, rows: np.ndarray, pass_no: int, pass_end: bool
+    ) -> None:
+        """With ``optimize_eta``, for the online modes (SCVB0, SVB): add a round's
+        statistics (``rows`` of the terms ``terms``: the round's documents' expected counts
+        Σ m·γ, unscaled) to pass ``pass_no``'s sum; at the pass's end, after the burn-in
+        (:meth:`eta_pass_burnin`), move η towards Minka's fixed point on that sum by at
+        most a factor :data:`ETA_PASS_FACTOR` (V·K digammas a pass), and start the next
+        pass's sum.
+
+        Not from the mode's topic-word estimate: SCVB0's N^Φ and SVB's λ − η are online
+        averages that mix the passes' assignments (a word that moved between topics has
+        mass in both) with the random start's mass spread over every (term, topic) cell,
+        which the fixed point reads as words used by many topics, so η came out several
+        times CVB0's on the same corpus and held-out quality fell. One pass's sum, each
+        document counted once, is the statistic CVB0 reads (docs/architecture.md,
+        "Learned priors")."""
+        if not self.params.optimize_eta:
+            return
+        k = self.params.k
+        if self.eta_pass is None:
+            self.eta_pass = np.zeros((vocab_size, k), dtype=np.float64)
+        if len(terms):
+            self.eta_pass[terms] += rows[:, :k]
+        if pass_end:
+            if pass_no >= self.eta_pass_burnin():
+                target = minka_eta(self.eta_pass, self.eta)
+                # damped: at most a factor ETA_PASS_FACTOR a pass, either way
+                self.eta = float(
+                    np.clip(target, self.eta / ETA_PASS_FACTOR, self.eta * ETA_PASS_FACTOR)
+                )
+            self.eta_pass[:] = 0.0
+
+    def eta_pass_burnin(self) -> int:
+        """Passes before the online modes' η moves (:meth:`learn_eta_pass`): the first half
+        of the run, at least one pass, whether or not α waits (SVB's α does not). A
+        pass's counts are read from assignments made with the topics of the pass before,
+        which in the first passes still hold much of the random start (SCVB0's N^Φ, SVB's
+        λ), spread over every cell: the fixed point reads them as a larger η, and the
+        larger η spreads the next pass's assignments further. For the same reason a
+        pass moves η by at most a factor :data:`ETA_PASS_FACTOR`: the fixed point's η
+        falls pass after pass as the topics sharpen, and an η that jumped to the first
+        reading stays too large for the few passes these modes run."""
+        return max(1, int(self.params.passes) // 2)
+
     def report(self) -> dict[str, Any]:
         """What a round record shows of learned priors."""
         out: dict[str, Any] = {}
@@ -60,13 +110,28 @@ class Priors:
             out["eta"] = self.eta
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """The priors at the end of training, for the fit's report: α per topic (a list of
+        K values: the learned one with ``optimize_alpha``), η, and which were learned."""
+        return {
+            "alpha": [float(x) for x in self.alpha],
+            "eta": float(self.eta),
+            "learned_alpha": bool(self.params.optimize_alpha),
+            "learned_eta": bool(self.params.optimize_eta),
+        }
+
     def state(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "eta": self.eta}
+        out: dict[str, Any] = {"alpha": self.alpha, "eta": self.eta}
+        if self.eta_pass is not None:
+            out["eta_pass"] = self.eta_pass
+        return out
 
     def restore(self, state: dict[str, Any]) -> None:
         if "alpha" in state:  # checkpoints written before learned priors have none
             self.alpha = np.array(state["alpha"], dtype=np.float64).reshape(self.params.k)
             self.eta = float(state["eta"])
+        if state.get("eta_pass") is not None:  # a pass's sum mid-pass (optimize_eta)
+            self.eta_pass = np.array(state["eta_pass"], dtype=np.float64)
 
 
 def with_extras(rows: np.ndarray, extras: np.ndarray) -> np.ndarray:

@@ -343,9 +343,11 @@ class SCVB0(Mode):
             self.nz = (1.0 - rho) * self.nz + step.factor * totals
         self.docs_seen += m_docs
         self.tokens_seen += m_tokens
-        if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
-            # once a pass: V·K digammas
-            self.priors.learn_eta(self.base * self.scale, self.pass_of(t))
+        if p.optimize_eta:  # from the pass's own counts, at its end (V·K digammas)
+            end = (t + 1) % self.rounds_per_pass == 0
+            self.priors.learn_eta_pass(
+                self.corpus.vocab_size, stats.terms, rows, self.pass_of(t), end
+            )
         return {"rho": rho, "slice": s, "docs": m_docs, **self.priors.report()}
 
     # -- the model on the executors (model_placement "executors") -----------

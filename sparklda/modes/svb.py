@@ -299,8 +299,11 @@ class SVB(Mode):
         self.last_rho = rho
         self.docs_seen += s_docs
         self.tokens_seen += float(stats.extra.get("tokens", 0.0))
-        if p.optimize_eta and (t + 1) % self.rounds_per_pass == 0:
-            self.priors.learn_eta(self.topic_word(), self.pass_of(t))  # once a pass, on λ − η
+        if p.optimize_eta:  # from the pass's own expected counts, at its end
+            end = (t + 1) % self.rounds_per_pass == 0
+            self.priors.learn_eta_pass(
+                self.corpus.vocab_size, stats.terms, rows, self.pass_of(t), end
+            )
         info = {"rho": rho, "docs": s_docs, **self.priors.report()}
         if not self.batch:
             info["slice"] = self.slice_of_round(t)

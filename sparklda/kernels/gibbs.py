@@ -43,15 +43,7 @@ from numpy.typing import NDArray
 
 from .config import FASTMATH, JIT_OPTIONS
 from .priors import alpha_vector
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
-_S11 = np.uint64(11)
-_TWO53 = float(1 << 53)
+from .random import draw_uniform
 
 
 def assignment_dtype(k: int) -> np.dtype[Any]:
@@ -62,11 +54,7 @@ def assignment_dtype(k: int) -> np.dtype[Any]:
 @numba.njit(**JIT_OPTIONS)
 def _uniform(key: Any, j: Any) -> float:
     """The uniform of counter j (from 0) under ``key``: uniform_matrix's column j."""
-    x = key + np.uint64(j + 1) * _GOLDEN + _GOLDEN
-    x = (x ^ (x >> _S30)) * _M1
-    x = (x ^ (x >> _S27)) * _M2
-    x = x ^ (x >> _S31)
-    return (float(x >> _S11) + 0.5) / _TWO53
+    return draw_uniform(key, np.uint64(j + 1))
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -42,29 +42,9 @@ from numpy.typing import NDArray
 
 from .config import JIT_OPTIONS
 from .priors import alpha_vector
-from .random import Stream, doc_keys
+from .random import Stream, doc_keys, draw_uniform
 
 __all__ = ["left_to_right_block", "whole_counts"]
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
-_S11 = np.uint64(11)
-_TWO53 = float(1 << 53)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _uniform(key: np.uint64, c: np.uint64) -> float:
-    """Draw ``c`` of the document keyed ``key``: splitmix64(key + c·golden), as
-    :func:`sparklda.kernels.random.uniform_matrix` column c − 1."""
-    z = key + c * _GOLDEN + _GOLDEN
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    z = z ^ (z >> _S31)
-    return (float(z >> _S11) + 0.5) / _TWO53
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -136,7 +116,7 @@ def _left_to_right_block(
                 length += 1
         for i in range(length - 1, 0, -1):  # Fisher-Yates
             c += one
-            s = min(int(_uniform(key, c) * (i + 1)), i)
+            s = min(int(draw_uniform(key, c) * (i + 1)), i)
             t = tokens[i]
             tokens[i] = tokens[s]
             tokens[s] = t
@@ -151,7 +131,7 @@ def _left_to_right_block(
                 for m in range(n):  # the inner loop: resample z_m given the rest of z_<n
                     nk_r[z[r, m]] -= 1.0
                     c += one
-                    t = _draw(phi[tokens[m]], nk_r, alpha, weights, _uniform(key, c))
+                    t = _draw(phi[tokens[m]], nk_r, alpha, weights, draw_uniform(key, c))
                     z[r, m] = t
                     nk_r[t] += 1.0
                 s_r = 0.0
@@ -164,7 +144,7 @@ def _left_to_right_block(
             total += np.log(sum_p / n_part)
             if n > 0 and n_part > 1:  # systematic resampling in proportion to p_n
                 c += one
-                u0 = _uniform(key, c)
+                u0 = draw_uniform(key, c)
                 if sum_p > 0.0:
                     i = 0
                     cum = p_n[0]
@@ -184,7 +164,7 @@ def _left_to_right_block(
                     nk, nk_next = nk_next, nk
             for r in range(n_part):
                 c += one
-                t = _draw(row, nk[r], alpha, weights, _uniform(key, c))
+                t = _draw(row, nk[r], alpha, weights, draw_uniform(key, c))
                 z[r, n] = t
                 nk[r, t] += 1.0
         out[j] = total

@@ -10,8 +10,11 @@ from __future__ import annotations
 from enum import IntEnum, unique
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+from .config import JIT_OPTIONS
 
 
 @unique
@@ -74,3 +77,24 @@ def uniform_matrix(
 def uniform_per_doc(seed: int, stream: int, doc_ids: ArrayLike) -> NDArray[np.floating[Any]]:
     """One uniform in (0, 1) per document (used for seeded splits)."""
     return uniform_matrix(seed, stream, doc_ids, 1)[:, 0]
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S11 = np.uint64(11)
+_TWO53 = float(1 << 53)
+
+
+@numba.njit(**JIT_OPTIONS)
+def draw_uniform(key: Any, c: Any) -> float:
+    """Draw ``c`` (from 1) of the document keyed ``key`` inside a kernel:
+    splitmix64(key + c·golden), :func:`uniform_matrix`'s column c − 1."""
+    z = key + np.uint64(c) * _GOLDEN + _GOLDEN
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    z = z ^ (z >> _S31)
+    return (float(z >> _S11) + 0.5) / _TWO53

@@ -60,7 +60,7 @@ import scipy.sparse
 
 from ..block import DocBlock
 from ..kernels import cvb0_block, cvb0_init_gamma, foldin_block, uniform_matrix
-from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
+from ..kernels.priors import doc_prior_stats
 from ..kernels.random import Stream
 from ..params import DEFAULT_ALPHA
 from ..stats import normalize_topics
@@ -325,10 +325,7 @@ class CVB0(StatefulMode[Gamma]):
         rows, extras = self._stat_rows(stats)
         self._set_stats(rows)
         # one fixed-point step an iteration
-        if extras is not None and self.priors.learns(self.pass_of(t)):
-            self.alpha = minka_alpha_step(self.alpha, extras[: self.k], float(extras[self.k]))
-            if not self.params.optimize_alpha_sum:
-                self.alpha = keep_total(self.alpha, self.k * self.params.alpha)
+        self.priors.minka_step(extras, self.pass_of(t))
         self.priors.learn_eta(self.nphi, self.pass_of(t))
         tokens = float(stats.extra.get("tokens", 0.0))
         self.tokens_seen += tokens

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..block import DocBlock
 from ..kernels.gibbs import assignment_dtype, gibbs_init, gibbs_sweep, topic_counts
-from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
+from ..kernels.priors import doc_prior_stats
 from ..kernels.random import Stream, doc_keys
 from ..stats import normalize_topics
 from .base import StatefulMode
@@ -209,10 +209,7 @@ class Gibbs(StatefulMode[Assignments]):
                 self.avg_sum = np.zeros_like(self.nphi)
             self.avg_sum += self.nphi
             self.avg_count += 1
-        if extras is not None and self.priors.learns(self.pass_of(t)):
-            self.alpha = minka_alpha_step(self.alpha, extras[: self.k], float(extras[self.k]))
-            if not self.params.optimize_alpha_sum:
-                self.alpha = keep_total(self.alpha, self.k * self.params.alpha)
+        self.priors.minka_step(extras, self.pass_of(t))
         self.priors.learn_eta(self.nphi, self.pass_of(t))
         tokens = float(stats.extra.get("tokens", 0.0))
         self.tokens_seen += tokens

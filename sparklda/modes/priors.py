@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.priors import minka_eta
+from ..kernels.priors import keep_total, minka_alpha_step, minka_eta
 from ..params import TrainParams
 
 #: The online modes' η moves by at most this factor a pass (:meth:`Priors.learn_eta_pass`).
@@ -49,6 +49,17 @@ class Priors:
     def learns(self, pass_no: int) -> bool:
         """Whether an update in pass ``pass_no`` (from 0) moves the learned priors."""
         return pass_no >= self.burnin()
+
+    def minka_step(self, extras: np.ndarray | None, pass_no: int) -> None:
+        """One fixed-point step of α from a batch iteration's summed document statistics
+        (``extras``: the K numerators, then the denominator; :func:`split_extras`), once
+        learning has started; α's total stays put unless ``optimize_alpha_sum``."""
+        if extras is None or not self.learns(pass_no):
+            return
+        k = self.params.k
+        self.alpha = minka_alpha_step(self.alpha, extras[:k], float(extras[k]))
+        if not self.params.optimize_alpha_sum:
+            self.alpha = keep_total(self.alpha, k * self.params.alpha)
 
     def learn_eta(self, topic_word: np.ndarray, pass_no: int) -> None:
         """With ``optimize_eta``, after the burn-in: η from Minka's fixed point on the

@@ -729,8 +729,11 @@ PUBLIC = {
     "sparklda.block",
     "sparklda.cli.generate",  # the corpus generator's Spark entry (`sparklda generate`)
     "sparklda.corpus",
+    "sparklda.cost",  # the cost model the placement table is printed from
+    "sparklda.errors",  # the error types a caller catches (a mode refusing a variant)
     "sparklda.evaluation",
     "sparklda.kernels",
+    "sparklda.limits",  # the memory model (driver_need, format_bytes)
     "sparklda.modes",
     "sparklda.params",
     "sparklda.synthetic",

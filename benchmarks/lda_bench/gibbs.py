@@ -38,8 +38,7 @@ import numpy as np
 from sparklda.api import fit
 from sparklda.block import DocBlock
 from sparklda.evaluation import normalize_topics
-from sparklda.kernels.gibbs import gibbs_init, gibbs_sweep, topic_counts
-from sparklda.kernels.random import doc_keys
+from sparklda.kernels import doc_keys, gibbs_init, gibbs_sweep, topic_counts
 from sparklda.params import TrainParams
 
 from .data import prepare, uci_documents

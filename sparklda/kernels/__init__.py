@@ -9,9 +9,9 @@ or ``tests/reference_modes.py`` (CVB0, CVB, SVB, Gibbs, the initial γ, E[log θ
 """
 
 from .cvb0 import cvb0_block, cvb0_init_gamma
-from .gibbs import gibbs_init, gibbs_sweep
+from .gibbs import gibbs_init, gibbs_sweep, topic_counts
 from .inference import foldin_block, loglik_block
-from .random import uniform_matrix, uniform_per_doc
+from .random import doc_keys, uniform_matrix, uniform_per_doc
 from .scvb0 import init_doc_stats, scvb0_block
 from .special import digamma, dirichlet_expectation_2d, dirichlet_expectation_given
 from .svb import svb_estep_block
@@ -22,6 +22,7 @@ __all__ = [
     "digamma",
     "dirichlet_expectation_2d",
     "dirichlet_expectation_given",
+    "doc_keys",
     "foldin_block",
     "gibbs_init",
     "gibbs_sweep",
@@ -29,6 +30,7 @@ __all__ = [
     "loglik_block",
     "scvb0_block",
     "svb_estep_block",
+    "topic_counts",
     "uniform_matrix",
     "uniform_per_doc",
 ]

@@ -154,6 +154,14 @@ class Mode(ABC):
     def topic_word(self) -> np.ndarray:
         """(V, K) topic-word statistics N^Φ such that φ̂ ∝ N^Φ + η per topic."""
 
+    def count_seen(self, stats: TopicStats) -> float:
+        """Add a round's training tokens and documents (``stats.extra``) to what the mode
+        has seen; return the round's tokens."""
+        tokens = float(stats.extra.get("tokens", 0.0))
+        self.tokens_seen += tokens
+        self.docs_seen += int(stats.extra.get("docs", 0))
+        return tokens
+
     # -- checkpoints -------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """The driver state the next round depends on: numpy arrays and JSON scalars

@@ -327,9 +327,7 @@ class CVB0(StatefulMode[Gamma]):
         # one fixed-point step an iteration
         self.priors.minka_step(extras, self.pass_of(t))
         self.priors.learn_eta(self.nphi, self.pass_of(t))
-        tokens = float(stats.extra.get("tokens", 0.0))
-        self.tokens_seen += tokens
-        self.docs_seen += int(stats.extra.get("docs", 0))
+        tokens = self.count_seen(stats)
         # the fraction of the tokens' expected topic assignments that moved
         return {
             "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),

@@ -211,9 +211,7 @@ class Gibbs(StatefulMode[Assignments]):
             self.avg_count += 1
         self.priors.minka_step(extras, self.pass_of(t))
         self.priors.learn_eta(self.nphi, self.pass_of(t))
-        tokens = float(stats.extra.get("tokens", 0.0))
-        self.tokens_seen += tokens
-        self.docs_seen += int(stats.extra.get("docs", 0))
+        tokens = self.count_seen(stats)
         return {
             # at least this share of the tokens changed topic (moves within a term cancel)
             "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),

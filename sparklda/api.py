@@ -112,6 +112,7 @@ def fit(
         dtype=np.dtype(params.dtype),
         on_phase=on_phase,
         warm=functools.partial(warm_worker, task_kernels, params.dtype),
+        batch_layout=mode.batch_layout,
     )
     driver_warm.join()
     try:

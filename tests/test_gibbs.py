@@ -202,6 +202,24 @@ def gibbs_params(**kw):
     return TrainParams(**{**base, **kw})
 
 
+def test_a_batch_layout_is_one_slice_of_a_block_per_task():
+    from sparklda.modes import MODES
+    from sparklda.params import (
+        BATCH_MAX_DOCS_PER_TASK,
+        default_batch_minibatch_size,
+        default_minibatch_size,
+    )
+
+    assert MODES["gibbs"].batch_layout and not MODES["scvb0"].batch_layout
+    # 20 Newsgroups' training documents on local[2]: one slice (2 blocks), not 10
+    assert default_batch_minibatch_size(2, 18_344) == 18_344
+    assert default_minibatch_size(2, 18_344) == 2000
+    # never below the minibatch default; at most BATCH_MAX_DOCS_PER_TASK per task
+    assert default_batch_minibatch_size(2, 500) == default_minibatch_size(2, 500)
+    assert default_batch_minibatch_size(2, 10**6) == 2 * BATCH_MAX_DOCS_PER_TASK
+    assert default_batch_minibatch_size(64, 10**9) == default_minibatch_size(64, 10**9)
+
+
 @pytest.fixture(scope="module")
 def source(spark):
     return planted_source(spark)
@@ -227,6 +245,9 @@ def test_gibbs_recovers_planted_topics_and_scores_held_out_documents(trained):
     assert mode["averaged_sweeps"] == 3 and mode["assignment_dtype"] == "uint16"
     assert mode["assignment_bytes"] == 2 * tokens
     assert [r["averaged_sweeps"] for r in res.rounds] == [0] * 12 + [1, 2, 3]
+    # the batch layout: one slice, a block per task of the round
+    assert res.report["corpus"]["slices"] == 1
+    assert res.rounds[-1]["tasks"] == res.report["corpus"]["parts_per_slice"]
 
 
 @pytest.mark.slow

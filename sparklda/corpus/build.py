@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import CorpusError, executor_errors
-from ..params import default_minibatch_size
+from ..params import default_batch_minibatch_size, default_minibatch_size
 from .corpus import Corpus, slice_bitmaps
 from .holdout import Holdout
 from .layout import RddLayout
@@ -72,6 +72,7 @@ def build_corpus(
     warm: Callable[[], object] | None = None,
     local_layout: int | None = None,
     layout: CorpusLayout | None = None,
+    batch_layout: bool = False,
 ) -> Corpus:
     """Validate, hold out whole documents and cache the training blocks.
 
@@ -103,6 +104,10 @@ def build_corpus(
         :class:`~sparklda.corpus.frame.FrameLayout` (no RDDs: Spark Connect) ``train``
         and ``heldout`` are DataFrames of blocks; the blocks and the held-out documents
         are the same for the same input and seed.
+    batch_layout : the default ``minibatch_size`` for a mode whose every round sweeps
+        every block (:attr:`sparklda.modes.Mode.batch_layout`):
+        :func:`sparklda.params.default_batch_minibatch_size` (one slice, tasks per round
+        blocks), not :func:`~sparklda.params.default_minibatch_size`.
     """
     check_params(
         "build_corpus",
@@ -129,7 +134,8 @@ def build_corpus(
                     "No training documents are left after holding out documents; "
                     "lower 'heldout_fraction' or 'heldout_count'."
                 )
-            minibatch_size = minibatch_size or default_minibatch_size(p, n_train)
+            default = default_batch_minibatch_size if batch_layout else default_minibatch_size
+            minibatch_size = minibatch_size or default(p, n_train)
             n_slices = max(1, math.ceil(n_train / minibatch_size))
             laid = layout.lay_out(source, Plan(seed, n_slices, p, np.dtype(dtype)), warm)
             phase("cached", _cached_counts(laid.measures, n_train, laid.n_held))

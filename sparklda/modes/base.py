@@ -78,6 +78,10 @@ class Mode(ABC):
     prior_waits: ClassVar[bool] = True
     #: Whether the mode takes the 'seed_topics' parameter (:mod:`sparklda.modes.seeds`).
     takes_seed_topics: ClassVar[bool] = False
+    #: Whether a fit without ``minibatch_size`` lays the corpus out for a mode whose every
+    #: round sweeps every block: one slice, a block per task of the round
+    #: (:func:`sparklda.params.default_batch_minibatch_size`).
+    batch_layout: ClassVar[bool] = False
     #: Named variants ``python -m sparklda compare`` trains besides the mode itself:
     #: name -> the parameters that make the variant (e.g. SVB's batch VB).
     variants: ClassVar[dict[str, dict[str, Any]]] = {}

@@ -129,6 +129,9 @@ class Gibbs(StatefulMode[Assignments]):
     title = "collapsed Gibbs sampling, AD-LDA (Newman et al. 2009) with SparseLDA's sampler"
     task_kernels = ("gibbs", "merge")
     takes_seed_topics = True
+    # AD-LDA: as many blocks as a round has tasks, each swept against the counts of the
+    # round before (fewer, larger blocks: fewer tasks, fewer copies of the count rows)
+    batch_layout = True
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)

@@ -86,6 +86,24 @@ def default_minibatch_size(tasks_per_round: int, n_train_docs: int = 0) -> int:
     )
 
 
+#: A batch mode's default layout (every round sweeps every block: :attr:`Mode.batch_layout`
+#: of :mod:`sparklda.modes.base`) holds up to this many documents per task in one slice.
+BATCH_MAX_DOCS_PER_TASK = 50_000
+
+
+def default_batch_minibatch_size(tasks_per_round: int, n_train_docs: int = 0) -> int:
+    """The minibatch size when none is set, for a mode whose rounds sweep every block:
+    every training document in one slice (a round's tasks are then the cluster's
+    ``tasks_per_round``, one block each, not a queue of small ones), up to
+    :data:`BATCH_MAX_DOCS_PER_TASK` documents per task; never below
+    :func:`default_minibatch_size`."""
+    cap = BATCH_MAX_DOCS_PER_TASK * int(tasks_per_round)
+    return max(
+        default_minibatch_size(tasks_per_round, n_train_docs),
+        min(max(int(n_train_docs), 1), cap),
+    )
+
+
 #: The paper's ρ^Φ schedule counts minibatches of this many documents ...
 PAPER_SCHEDULE_MINIBATCH = 100
 #: ... and the automatic one (``schedule_minibatch`` 0) counts 1/200 of the training

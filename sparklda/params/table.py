@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import ParamError
 from .defaults import (
     ALGORITHMS,
+    BATCH_MAX_DOCS_PER_TASK,
     EVALUATORS,
     EXECUTIONS,
     MAX_DEFAULT_ROUNDS_PER_PASS,
@@ -212,7 +213,9 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         doc="Documents per round (|M|); the corpus is cut into minibatch slices of this "
         "size. 0: max(2000, 1000 × tasks per round, training documents / "
         f"{MAX_DEFAULT_ROUNDS_PER_PASS}) (sparklda.params.default_minibatch_size; "
-        'docs/benchmarks.md, "Minibatch size").',
+        'docs/benchmarks.md, "Minibatch size"); gibbs: one slice, at most '
+        f"{BATCH_MAX_DOCS_PER_TASK:,} documents per task "
+        "(sparklda.params.default_batch_minibatch_size).",
     ),
     Constraint(
         "burnin",

@@ -63,12 +63,15 @@ def run_sparklda(bc, k, sweeps, seed=0):
     wall = time.perf_counter() - t0
     rounds = [r["round_s"] for r in res.rounds]
     kernels = [r.get("task_kernel_max_s") or 0.0 for r in res.rounds]
+    jobs = [r.get("job_s") or 0.0 for r in res.rounds]
     return {
         "system": "sparklda-gibbs",
         "heldout_loglik": res.evaluations[-1]["heldout_loglik"],
         "sweep_s_median": float(np.median(rounds[1:])),
         "sweep_s_mean": float(np.mean(rounds[1:])),
         "task_kernel_max_s_median": float(np.median(kernels[1:])),
+        "job_s_median": float(np.median(jobs[1:])),
+        "tasks": res.rounds[-1].get("tasks"),
         "fit_wall_s": wall,
         "partitions": res.report["mode"].get("partitions") or res.rounds[-1].get("partitions"),
     }
@@ -203,8 +206,11 @@ def main(argv=None):
     skip = set(filter(None, args.skip.split(",")))
     from pyspark.sql import SparkSession
 
+    from sparklda import SESSION_PROPERTIES
+
     spark = (
         SparkSession.builder.master("local[2]")
+        .config(map=SESSION_PROPERTIES)  # as the jobs (round results straight to the driver)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "6g")

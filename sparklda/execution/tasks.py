@@ -60,47 +60,27 @@ def init_partition(source: Any, init_state: Callable) -> Callable[[Iterable], It
     return run
 
 
-def advance_partition(
-    source: Any, kernel: Callable, statistics: Callable | None = None
-) -> Callable[[Iterable], Iterator]:
-    """(block, new state, seconds) for each (block, state, …), ``kernel(value, block,
-    state)``. With ``statistics``, each item also carries the partial statistics of its
-    new state (None for an empty block), counted in the same pass while the block and its
-    state are at hand: :func:`statistics_partition` then passes them on instead of reading
-    the state again. They are a function of the block and its new state, so a partition
-    computed again (a retry, a lost cached copy) carries the same ones."""
+def advance_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Iterator]:
+    """(block, new state, seconds) for each (block, state, _), ``kernel(value, block, state)``."""
 
     def run(items):
         settle_heap()
         value = source.value
-        for block, state, *_ in items:
+        for block, state, _ in items:
             t0 = time.perf_counter()
             new_state = kernel(value, block, state)
-            kernel_s = time.perf_counter() - t0
-            if statistics is None:
-                yield block, new_state, kernel_s
-                continue
-            stats = None
-            if block.n_docs:
-                t1 = time.perf_counter()
-                rows = statistics(block, new_state)
-                stats = _block_stats(block, rows, kernel_s, stats=time.perf_counter() - t1)
-            yield block, new_state, kernel_s, stats
+            yield block, new_state, time.perf_counter() - t0
 
     return run
 
 
 def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]:
-    """The partial statistics of each non-empty (block, state, kernel seconds): the ones
-    an item carries (:func:`advance_partition` with statistics), else counted here."""
+    """The partial statistics of each non-empty (block, state, kernel seconds)."""
 
     def run(items):
         settle_heap()
-        for block, state, kernel_s, *carried in items:
+        for block, state, kernel_s in items:
             if block.n_docs == 0:
-                continue
-            if carried and carried[0] is not None:
-                yield carried[0]
                 continue
             t0 = time.perf_counter()
             rows = statistics(block, state)

@@ -135,7 +135,8 @@ class ClassicExecutor(Executor):
         self.checkpoint_interval = int(checkpoint_interval)
         self.combine = combine
         self.checkpointer: PeriodicCheckpointer | None = None
-        self.states = None  # stateful modes: RDD of (block, state, kernel seconds)
+        # stateful modes: RDD of (block, state, kernel seconds[, statistics])
+        self.states = None
         self._info: dict = {}
 
     def _collect(self, rdd, fn, partitions=None) -> list:
@@ -202,7 +203,9 @@ class ClassicExecutor(Executor):
         t1 = time.perf_counter()
         if mode.stateful:
             new = self.states.mapPartitions(
-                advance_partition(bc, mode.kernel(t)), preservesPartitioning=True
+                # the new states carry their statistics, counted in the sweep's own pass
+                advance_partition(bc, mode.kernel(t), mode.statistics()),
+                preservesPartitioning=True,
             ).setName(f"sparklda {mode.name} block states (round {t + 1})")
             assert self.checkpointer is not None
             marked = self.checkpointer.update(new)
@@ -229,7 +232,7 @@ class ClassicExecutor(Executor):
 
     def save_states(self, path: str) -> None:
         def encode(index, items):
-            for block, state, _ in items:
+            for block, state, *_ in items:
                 buf = io.BytesIO()
                 np.save(buf, np.ascontiguousarray(state), allow_pickle=False)
                 yield index, int(block.n_docs), bytearray(buf.getvalue())

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import numpy as np
+
 from ..kernels.warm import settle_heap
 from ..stats import TopicStats
 
@@ -27,6 +29,25 @@ def _block_stats(block, rows, kernel_s: float, **timings) -> TopicStats:
         extra={"tokens": block.n_tokens, "docs": block.n_docs, "pairs": block.nnz},
         timings={"kernel": kernel_s, **timings},
     )
+
+
+def _pack(rows):
+    """Rows as (flat indices of the nonzero entries, their values, shape) when at most a
+    quarter of them are nonzero (a block's word-topic counts), else as they are."""
+    flat = rows.reshape(-1)
+    nz = np.flatnonzero(flat)
+    if 4 * len(nz) > len(flat):
+        return rows
+    return nz.astype(np.int32 if len(flat) < 2**31 else np.int64), flat[nz], rows.shape
+
+
+def _unpack(packed):
+    if not isinstance(packed, tuple):
+        return packed
+    idx, values, shape = packed
+    rows = np.zeros(int(np.prod(shape)), dtype=values.dtype)
+    rows[idx] = values
+    return rows.reshape(shape)
 
 
 def stateless_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Iterator]:
@@ -60,27 +81,47 @@ def init_partition(source: Any, init_state: Callable) -> Callable[[Iterable], It
     return run
 
 
-def advance_partition(source: Any, kernel: Callable) -> Callable[[Iterable], Iterator]:
-    """(block, new state, seconds) for each (block, state, _), ``kernel(value, block, state)``."""
+def advance_partition(
+    source: Any, kernel: Callable, statistics: Callable | None = None
+) -> Callable[[Iterable], Iterator]:
+    """(block, new state, seconds) for each (block, state, …), ``kernel(value, block,
+    state)``. With ``statistics``, each item also carries the partial statistics of its
+    new state (None for an empty block), counted in the same pass while the block and its
+    state are at hand: :func:`statistics_partition` then passes them on instead of reading
+    the state again. They are a function of the block and its new state, so a partition
+    computed again (a retry, a lost cached copy) carries the same ones."""
 
     def run(items):
         settle_heap()
         value = source.value
-        for block, state, _ in items:
+        for block, state, *_ in items:
             t0 = time.perf_counter()
             new_state = kernel(value, block, state)
-            yield block, new_state, time.perf_counter() - t0
+            kernel_s = time.perf_counter() - t0
+            if statistics is None:
+                yield block, new_state, kernel_s
+                continue
+            packed = None
+            if block.n_docs:
+                t1 = time.perf_counter()
+                packed = _pack(statistics(block, new_state)), time.perf_counter() - t1
+            yield block, new_state, kernel_s, packed
 
     return run
 
 
 def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]:
-    """The partial statistics of each non-empty (block, state, kernel seconds)."""
+    """The partial statistics of each non-empty (block, state, kernel seconds): the ones
+    an item carries (:func:`advance_partition` with statistics), else counted here."""
 
     def run(items):
         settle_heap()
-        for block, state, kernel_s in items:
+        for block, state, kernel_s, *carried in items:
             if block.n_docs == 0:
+                continue
+            if carried and carried[0] is not None:
+                packed, stats_s = carried[0]
+                yield _block_stats(block, _unpack(packed), kernel_s, stats=stats_s)
                 continue
             t0 = time.perf_counter()
             rows = statistics(block, state)

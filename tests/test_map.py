@@ -10,10 +10,11 @@ import pytest
 
 from sparklda import kernels
 from sparklda.api import fit
+from sparklda.corpus import read_uci
 from sparklda.errors import ParamError
 from sparklda.params import TrainParams, validate_params
 from tests import reference_modes as ref
-from tests.helpers import assert_recovers_planted, planted_source
+from tests.helpers import assert_recovers_planted, planted_docs, planted_source
 from tests.test_kernels_modes import TOL, cvb_fixture, term_sums
 
 V = 11  # the fixture's vocabulary
@@ -254,3 +255,40 @@ def test_same_seed_same_model(source, short):
     assert a.evaluations[-1]["heldout_loglik"] == b.evaluations[-1]["heldout_loglik"]
     c = fit(source, map_params(passes=3, seed=1))
     assert not np.allclose(a.model.topic_word, c.model.topic_word)
+
+
+def test_the_model_does_not_depend_on_the_partitions_or_the_path(spark, source, short, tmp_path):
+    """Jacobi updates (MLlib's EM): a block's iteration reads only the previous
+    iteration's counts, never another block's changes, so one partition instead of
+    several gives the same model up to the order of the float64 sums of the blocks'
+    rows; and the DataFrame path (the block states through Arrow rows) gives the classic
+    path's model."""
+    # float64 states: the blocks' rows summed in one order or another, nothing else
+    one = fit(
+        source, map_params(passes=3, parts_per_slice=1, minibatch_size=10**6, dtype="float64")
+    )
+    many = fit(source, map_params(passes=3, minibatch_size=60, parts_per_slice=3, dtype="float64"))
+    assert one.report["rounds"] == many.report["rounds"] == 3
+    # 9 tasks: their rows merged on the executors by term shard ('combine' = 'auto')
+    assert one.rounds[-1]["tasks"] == 1 and many.rounds[-1]["tasks"] == 9
+    assert many.rounds[-1]["combine"] == "executors"
+    np.testing.assert_allclose(one.model.topic_word, many.model.topic_word, rtol=1e-9, atol=1e-9)
+    # float32 states (the default): the float32 rounding of the blocks' rows
+    np.testing.assert_allclose(one.model.topic_word, short.model.topic_word, rtol=1e-4, atol=1e-3)
+    # the planted documents as a UCI file: a source with a DataFrame form
+    docs, v = planted_docs()
+    lines = [
+        f"{d + 1} {t + 1} {int(c)}"
+        for d, terms, counts in docs
+        for t, c in zip(terms, counts, strict=True)
+    ]
+    path = tmp_path / "docword.txt"
+    path.write_text(f"{len(docs)}\n{v}\n{len(lines)}\n" + "\n".join(lines) + "\n")
+    fits = {
+        ex: fit(read_uci(spark, str(path)), map_params(passes=3, execution=ex))
+        for ex in ("classic", "dataframe")
+    }
+    assert fits["dataframe"].rounds[-1]["tasks"] == fits["classic"].rounds[-1]["tasks"]
+    np.testing.assert_array_equal(
+        fits["dataframe"].model.topic_word, fits["classic"].model.topic_word
+    )

@@ -15,8 +15,13 @@ State. γ is never kept: the E-step and the sums are one pass over a block's pai
 what a block carries from one iteration to the next is its documents' N^Θ, K numbers per
 document (the mode contract's block state, :mod:`sparklda.modes.base`). The state array
 of a block is its N^Θ (D rows) over its share of the new N^Φ (its U terms' rows, which
-are the block's statistics), float64, so :meth:`MAP.state_rows` is D + U; the executor
-checkpoints it with the blocks like CVB0's γ. The driver keeps N^Φ (V×K, float64) and
+are the block's statistics), summed in float64 and kept in the run's dtype (float32 by
+default, as the N^Φ every round ships), so :meth:`MAP.state_rows` is D + U; the
+executor checkpoints it with the blocks like CVB0's γ. Since no block reads another's
+changes, the model does not depend on the partitioning (up to the order of the sums),
+and the corpus is laid out as one slice when ``minibatch_size`` is unset
+(:attr:`~sparklda.modes.base.Mode.one_slice`): one task per core, the fewest rows of
+statistics. The driver keeps N^Φ (V×K, float64) and
 N^Z. A round is one iteration over every partition (``rounds_per_pass`` = 1).
 
 Start: CVB0's (:func:`sparklda.modes.cvb0.initial_gamma`): random topics keyed by
@@ -51,7 +56,8 @@ from .cvb0 import doc_sums, initial_gamma, pair_sums
 
 log = logging.getLogger("sparklda.modes.map_em")
 
-#: A block's state: its documents' N^Θ (D, K) over its terms' N^Φ rows (U, K), float64.
+#: A block's state: its documents' N^Θ (D, K) over its terms' N^Φ rows (U, K), in the
+#: run's dtype (summed in float64).
 DocTopics = np.ndarray
 
 
@@ -64,14 +70,15 @@ def init_state_fn(seed, vocab_size, k, dtype, alpha):
 
     def run(phi, block: DocBlock):
         gamma = initial_gamma(block, seed, vocab_size, k, dtype, phi, alpha)
-        return np.vstack([doc_sums(block, gamma), pair_sums(block, gamma)])
+        return np.vstack([doc_sums(block, gamma), pair_sums(block, gamma)]).astype(dtype)
 
     return run
 
 
 def em_kernel(alpha, eta, w_eta):
     """One iteration over a block: the new state from the round's N^Φ, N^Z and the
-    block's N^Θ (the cached state is never modified)."""
+    block's N^Θ (the cached state is never modified), summed in float64 and kept in the
+    round value's dtype (the run's)."""
 
     def run(value, block: DocBlock, state):
         nphi, nz = value
@@ -89,7 +96,7 @@ def em_kernel(alpha, eta, w_eta):
                 w_eta,
                 out=out,
             )
-        return out
+        return out.astype(nphi.dtype, copy=False)
 
     return run
 
@@ -114,18 +121,20 @@ class MAP(StatefulMode[DocTopics]):
     title = "batch MAP estimation by EM, Asuncion et al. 2009 (MLlib's optimizer='em')"
     task_kernels = ("map", "cvb", "inference", "merge")
     takes_seed_topics = False
+    one_slice = True
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
         self.k = params.k
         self.v = corpus.vocab_size
         self.initial_topic_word = initial_topic_word
-        self.state_bytes = int(corpus.n_train_docs) * self.k * 8
+        self.state_bytes = int(corpus.n_train_docs) * self.k * self.dtype.itemsize
         log.info(
-            "MAP keeps N^Θ for %d documents × %d topics in float64: %.1f MB in the cached "
+            "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB in the cached "
             "blocks (with each block's N^Φ rows)",
             corpus.n_train_docs,
             self.k,
+            self.dtype.name,
             self.state_bytes / 1e6,
         )
 

@@ -39,6 +39,9 @@ FITS = {
     "cvb": dict(algorithm="cvb", k=8, passes=2),
     "svb": dict(algorithm="svb", k=8, passes=2, minibatch_size=700),
     "vb": dict(algorithm="svb", k=8, passes=2, batch=True),
+    # MAP-EM with Jacobi updates as MLlib's EM (saved when MAP moved to them from CVB0's
+    # in-document sequential update), with held-out documents
+    "map": dict(algorithm="map", k=8, passes=3, heldout_count=200),
 }
 
 

@@ -51,10 +51,8 @@ def _cvb_sweep(
     second_order,
     var_phi=None,
     var_z=None,
-    include_token=False,
 ):
-    """One sweep of Eq. 3 (CVB0) or Eq. 18 (CVB), clumped, γ updated pair by pair
-    (with ``include_token``, the pair's own share stays in the counts: MAP-EM).
+    """One sweep of Eq. 3 (CVB0) or Eq. 18 (CVB), clumped, γ updated pair by pair.
 
     The statistics a pair p = (j, u) sees are, by definition of the
     approximate distributed scheme, the broadcast values minus this block's
@@ -78,8 +76,8 @@ def _cvb_sweep(
     def mean(q, k, gg):
         return m[q] * gg[q][k]
 
-    def others(q, p):  # the pairs whose share counts: all but p's own, unless included
-        return include_token or q != p
+    def others(q, p):  # the pairs whose share counts: all but p's own
+        return q != p
 
     def var(q, k, gg):
         return m[q] * gg[q][k] * (1.0 - gg[q][k])
@@ -159,28 +157,38 @@ def cvb0_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, w_eta):
     return new_gamma, d_nphi, d_nz
 
 
-def map_block(indptr, local, counts, gamma, nphi, nz, alpha, eta, vocab_size):
-    """MAP-EM sweep (Asuncion et al. 2009, MAP row of Table 1; Foulds et al. 2013,
-    Appendix A): γ_pk ∝ (N^Φ_uk + η − 1) / (N^Z_k + W(η − 1)) · (N^Θ_jk + α − 1), the
-    counts INCLUDING the pair's own m·γ_p (no "−ij"), pairs in storage order; ``alpha``
-    and ``eta`` are the priors as given (> 1), W = ``vocab_size``. Does not modify
-    ``gamma``; returns ``(new_gamma, delta_nphi, delta_nz)``.
+def map_block(indptr, local, counts, nphi, nz, ntheta, alpha, eta, vocab_size):
+    """MAP-EM iteration (Asuncion et al. 2009, MAP row of Table 1; lecture notes 003,
+    section 4), Jacobi as MLlib's EM: every pair p = (j, u) of the block against the
+    previous iteration's counts,
+
+        γ_pk = (N^Φ_uk + η − 1) / (N^Z_k + W(η − 1)) · (N^Θ_jk + α − 1), normalised,
+
+    then N^Θ_jk = Σ_{p in j} m_p γ_pk and the block's N^Φ_uk = Σ_{p of u} m_p γ_pk.
+    ``alpha`` and ``eta`` are the priors as given (> 1), W = ``vocab_size``; ``ntheta``
+    (D, K) is the block's N^Θ of the previous iteration. Returns
+    ``(new_ntheta (D, K), nphi_rows (U, K))``, float64.
     """
-    alphas = [a - 1.0 for a in alpha_list(alpha, gamma.shape[1])]
-    new_gamma, d_nphi, d_nz, _, _ = _cvb_sweep(
-        indptr,
-        local,
-        counts,
-        gamma,
-        nphi,
-        nz,
-        np.array(alphas),
-        eta - 1.0,
-        vocab_size * (eta - 1.0),
-        False,
-        include_token=True,
-    )
-    return new_gamma, d_nphi, d_nz
+    n_docs = len(indptr) - 1
+    n_rows, n_topics = nphi.shape
+    alphas = alpha_list(alpha, n_topics)
+    new_theta = np.zeros((n_docs, n_topics))
+    rows = np.zeros((n_rows, n_topics))
+    for j in range(n_docs):
+        for p in _pairs(indptr, j):
+            u = int(local[p])
+            m = float(counts[p])
+            weights = [
+                (max(float(nphi[u, k]), 0.0) + eta - 1.0)
+                / (max(float(nz[k]), 0.0) + vocab_size * (eta - 1.0))
+                * (max(float(ntheta[j, k]), 0.0) + alphas[k] - 1.0)
+                for k in range(n_topics)
+            ]
+            total = sum(weights)
+            for k in range(n_topics):
+                new_theta[j, k] += m * weights[k] / total
+                rows[u, k] += m * weights[k] / total
+    return new_theta, rows
 
 
 def cvb_block(indptr, local, counts, gamma, nphi, nz, var_phi, var_z, alpha, eta, w_eta):

@@ -1,7 +1,8 @@
 """The same seeds give the same models as the code before the package restructuring
 (issue 32): small KOS fits of every mode, learned priors, seeded topics and held-out
 documents, compared with topics saved by ``tests/make_golden.py`` at 60b5591
-(``scvb0_priors`` saved again when SCVB0's learned η moved to one pass's counts)."""
+(``scvb0_priors`` saved again when SCVB0's learned η moved to one pass's counts; ``map``
+saved when MAP-EM moved to Jacobi updates, MLlib's EM's)."""
 
 from __future__ import annotations
 

@@ -10,29 +10,30 @@ import pytest
 
 from sparklda import kernels
 from sparklda.api import fit
+from sparklda.corpus import read_uci
 from sparklda.errors import ParamError
 from sparklda.params import TrainParams, validate_params
 from tests import reference_modes as ref
-from tests.helpers import assert_recovers_planted, planted_source
-from tests.test_kernels_modes import TOL, cvb_fixture
+from tests.helpers import assert_recovers_planted, planted_docs, planted_source
+from tests.test_kernels_modes import TOL, cvb_fixture, term_sums
 
 V = 11  # the fixture's vocabulary
 ALPHA, ETA = 1.5, 1.2  # MAP's priors (> 1)
 
 
-def map_kernel(indptr, local, counts, gamma, nphi, nz, alpha=ALPHA, eta=ETA):
-    """The kernel as the mode calls it: α − 1, η − 1, W(η − 1), the token included."""
-    return kernels.cvb0_block(
-        indptr,
-        local,
-        counts,
-        gamma,
-        nphi,
-        nz,
-        alpha - 1.0,
-        eta - 1.0,
-        V * (eta - 1.0),
-        include_token=True,
+def map_fixture(seed, dtype=np.float64):
+    """A block, the round's N^Φ / N^Z (the block's own sums plus other blocks' mass) and
+    the block's N^Θ of the previous iteration, all from one random γ."""
+    indptr, local, counts, gamma, nphi, nz, _, _ = cvb_fixture(seed, vocab=V, dtype=dtype)
+    docs = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    ntheta = term_sums(docs, counts[:, None].astype(np.float64) * gamma, len(indptr) - 1)
+    return indptr, local, counts, nphi, nz, ntheta
+
+
+def map_kernel(indptr, local, counts, nphi, nz, ntheta, alpha=ALPHA, eta=ETA, out=None):
+    """The kernel as the mode calls it: α − 1, η − 1, W(η − 1)."""
+    return kernels.map_block(
+        indptr, local, counts, nphi, nz, ntheta, alpha - 1.0, eta - 1.0, V * (eta - 1.0), out=out
     )
 
 
@@ -42,67 +43,94 @@ def map_kernel(indptr, local, counts, gamma, nphi, nz, alpha=ALPHA, eta=ETA):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_map_kernel_matches_reference(dtype, seed):
-    indptr, local, counts, gamma, nphi, nz, _, _ = cvb_fixture(seed, vocab=V, dtype=dtype)
-    want_gamma, want_dphi, want_dz = ref.map_block(
-        indptr, local, counts, gamma, nphi, nz, ALPHA, ETA, V
-    )
-    got_gamma = gamma.copy()
-    d_phi, d_z = map_kernel(indptr, local, counts, got_gamma, nphi, nz)
-    assert got_gamma.dtype == d_phi.dtype == d_z.dtype == dtype
+    indptr, local, counts, nphi, nz, ntheta = map_fixture(seed, dtype)
+    want_theta, want_phi = ref.map_block(indptr, local, counts, nphi, nz, ntheta, ALPHA, ETA, V)
+    before = ntheta.copy()
+    got_theta, got_phi = map_kernel(indptr, local, counts, nphi, nz, ntheta)
+    assert got_theta.dtype == got_phi.dtype == np.float64
     tol = TOL[dtype]
-    np.testing.assert_allclose(got_gamma, want_gamma, **tol)
-    np.testing.assert_allclose(d_phi, want_dphi, rtol=tol["rtol"], atol=tol["atol"] * 10)
-    np.testing.assert_allclose(d_z, want_dz, rtol=tol["rtol"], atol=tol["atol"] * 10)
-    np.testing.assert_allclose(got_gamma.sum(1), 1.0, rtol=tol["rtol"] * 10)
-    assert not np.allclose(got_gamma, gamma)
+    np.testing.assert_allclose(got_theta, want_theta, rtol=tol["rtol"], atol=tol["atol"] * 10)
+    np.testing.assert_allclose(got_phi, want_phi, rtol=tol["rtol"], atol=tol["atol"] * 10)
+    # every token's responsibilities sum to one: each document keeps its length
+    docs = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    lengths = np.bincount(docs, weights=counts.astype(np.float64), minlength=len(indptr) - 1)
+    np.testing.assert_allclose(got_theta.sum(1), lengths, rtol=tol["rtol"])
+    assert got_phi.sum() == pytest.approx(counts.sum(), rel=tol["rtol"])
+    np.testing.assert_array_equal(ntheta, before)  # the previous N^Θ is not modified
+    assert not np.allclose(got_theta, ntheta)
 
 
-def test_map_kernel_keeps_the_tokens_own_share():
-    """MAP is not CVB0 at the shifted priors: CVB0 removes the pair's own m·γ."""
-    indptr, local, counts, gamma, nphi, nz, _, _ = cvb_fixture(0, vocab=V)
-    g_map, g_cvb0 = gamma.copy(), gamma.copy()
-    map_kernel(indptr, local, counts, g_map, nphi, nz)
-    kernels.cvb0_block(
-        indptr, local, counts, g_cvb0, nphi, nz, ALPHA - 1.0, ETA - 1.0, V * (ETA - 1.0)
+def test_map_kernel_is_jacobi_each_pair_against_the_previous_counts():
+    """MLlib's EM, not CVB0's sweep: a pair's γ depends only on the previous counts, so a
+    document's pairs give the same rows whatever their order or their neighbours."""
+    indptr, local, counts, nphi, nz, ntheta = map_fixture(0)
+    theta, _ = map_kernel(indptr, local, counts, nphi, nz, ntheta)
+    j = int(np.flatnonzero(np.diff(indptr) > 1)[0])  # a document of several pairs
+    a, b = int(indptr[j]), int(indptr[j + 1])
+    total = np.zeros(4)
+    for p in range(a, b):  # each pair alone (a one-pair document with j's N^Θ)
+        one_theta, one_rows = map_kernel(
+            np.array([0, 1]), local[p : p + 1], counts[p : p + 1], nphi, nz, ntheta[j : j + 1]
+        )
+        u = int(local[p])
+        gamma = (nphi[u] + ETA - 1) / (nz + V * (ETA - 1)) * (ntheta[j] + ALPHA - 1)
+        np.testing.assert_allclose(one_theta[0], counts[p] * gamma / gamma.sum(), rtol=1e-12)
+        np.testing.assert_allclose(one_rows[u], one_theta[0], rtol=1e-15)
+        total += one_theta[0]
+    np.testing.assert_allclose(theta[j], total, rtol=1e-12)
+    reversed_theta, _ = map_kernel(
+        np.array([0, b - a]),
+        local[a:b][::-1].copy(),
+        counts[a:b][::-1].copy(),
+        nphi,
+        nz,
+        ntheta[j : j + 1],
     )
-    assert np.abs(g_map - g_cvb0).max() > 1e-3
+    np.testing.assert_allclose(reversed_theta[0], theta[j], rtol=1e-12)
 
 
 def test_map_kernel_with_one_document_is_the_em_fixed_point_step():
     """One document of one pair, the block the whole corpus (N^Φ = N^Z = N^Θ = m γ):
     γ_k ∝ (m γ_k + η − 1)/(m γ_k + W(η − 1)) · (m γ_k + α − 1), by hand."""
-    indptr = np.array([0, 1], dtype=np.int64)
-    local = np.array([0], dtype=np.int32)
     counts = np.array([3.0])
-    gamma = np.array([[0.25, 0.75]])
-    nphi = counts[:, None] * gamma  # the block is the corpus: N^Φ = N^Z = N^Θ = m γ
-    nz = nphi.sum(0)
+    n = 3.0 * np.array([0.25, 0.75])
     w = 2
-    got = gamma.copy()
-    kernels.cvb0_block(
-        indptr, local, counts, got, nphi, nz, ALPHA - 1, ETA - 1, w * (ETA - 1), include_token=True
+    theta, rows = kernels.map_block(
+        np.array([0, 1]),
+        np.array([0], np.int32),
+        counts,
+        n[None, :],
+        n,
+        n[None, :],
+        ALPHA - 1,
+        ETA - 1,
+        w * (ETA - 1),
     )
-    n = 3.0 * gamma[0]
     want = (n + ETA - 1) / (n + w * (ETA - 1)) * (n + ALPHA - 1)
-    np.testing.assert_allclose(got[0], want / want.sum(), rtol=1e-12)
+    np.testing.assert_allclose(theta[0], 3.0 * want / want.sum(), rtol=1e-12)
+    np.testing.assert_allclose(rows[0], theta[0], rtol=1e-15)
 
 
-def test_map_kernel_never_gives_a_negative_weight():
-    """Counts a little below 0 (rounding of the distributed deltas) are floored at 0."""
-    indptr, local, counts, gamma, nphi, nz, _, _ = cvb_fixture(1, vocab=V)
+def test_map_kernel_never_gives_a_negative_weight_and_writes_into_out():
+    """Counts a little below 0 (rounding) are floored at 0; ``out`` is zeroed and filled."""
+    indptr, local, counts, nphi, nz, ntheta = map_fixture(1)
     nphi = nphi.copy()
     nphi[local[0]] = -1e-9
-    got = gamma.copy()
-    map_kernel(indptr, local, counts, got, nphi, nz)
-    assert np.all(got >= 0) and np.all(np.isfinite(got))
+    ntheta = ntheta.copy()
+    ntheta[0] = -1e-9
+    out = np.full((len(ntheta) + V, 4), 7.0)
+    theta, rows = map_kernel(indptr, local, counts, nphi, nz, ntheta, out=out)
+    assert np.shares_memory(theta, out) and np.shares_memory(rows, out)
+    assert np.all(out >= 0) and np.all(np.isfinite(out))
+    assert out.sum() == pytest.approx(2 * counts.sum())
 
 
-def test_include_token_does_not_take_second_order():
-    indptr, local, counts, gamma, nphi, nz, var_phi, var_z = cvb_fixture(0, vocab=V)
-    with pytest.raises(ValueError, match="include_token"):
-        kernels.cvb0_block(
-            indptr, local, counts, gamma, nphi, nz, 0.5, 0.2, 2.2, True, var_phi, var_z, True
-        )
+def test_map_kernel_refuses_bad_shapes():
+    indptr, local, counts, nphi, nz, ntheta = map_fixture(0)
+    with pytest.raises(ValueError, match="'ntheta'"):
+        map_kernel(indptr, local, counts, nphi, nz, ntheta[1:])
+    with pytest.raises(ValueError, match="'out'"):
+        map_kernel(indptr, local, counts, nphi, nz, ntheta, out=np.zeros((2, 4)))
 
 
 # --------------------------------------------------------------------------- priors
@@ -227,3 +255,40 @@ def test_same_seed_same_model(source, short):
     assert a.evaluations[-1]["heldout_loglik"] == b.evaluations[-1]["heldout_loglik"]
     c = fit(source, map_params(passes=3, seed=1))
     assert not np.allclose(a.model.topic_word, c.model.topic_word)
+
+
+def test_the_model_does_not_depend_on_the_partitions_or_the_path(spark, source, short, tmp_path):
+    """Jacobi updates (MLlib's EM): a block's iteration reads only the previous
+    iteration's counts, never another block's changes, so one partition instead of
+    several gives the same model up to the order of the float64 sums of the blocks'
+    rows; and the DataFrame path (the block states through Arrow rows) gives the classic
+    path's model."""
+    # float64 states: the blocks' rows summed in one order or another, nothing else
+    one = fit(
+        source, map_params(passes=3, parts_per_slice=1, minibatch_size=10**6, dtype="float64")
+    )
+    many = fit(source, map_params(passes=3, minibatch_size=60, parts_per_slice=3, dtype="float64"))
+    assert one.report["rounds"] == many.report["rounds"] == 3
+    # 9 tasks: their rows merged on the executors by term shard ('combine' = 'auto')
+    assert one.rounds[-1]["tasks"] == 1 and many.rounds[-1]["tasks"] == 9
+    assert many.rounds[-1]["combine"] == "executors"
+    np.testing.assert_allclose(one.model.topic_word, many.model.topic_word, rtol=1e-9, atol=1e-9)
+    # float32 states (the default): the float32 rounding of the blocks' rows
+    np.testing.assert_allclose(one.model.topic_word, short.model.topic_word, rtol=1e-4, atol=1e-3)
+    # the planted documents as a UCI file: a source with a DataFrame form
+    docs, v = planted_docs()
+    lines = [
+        f"{d + 1} {t + 1} {int(c)}"
+        for d, terms, counts in docs
+        for t, c in zip(terms, counts, strict=True)
+    ]
+    path = tmp_path / "docword.txt"
+    path.write_text(f"{len(docs)}\n{v}\n{len(lines)}\n" + "\n".join(lines) + "\n")
+    fits = {
+        ex: fit(read_uci(spark, str(path)), map_params(passes=3, execution=ex))
+        for ex in ("classic", "dataframe")
+    }
+    assert fits["dataframe"].rounds[-1]["tasks"] == fits["classic"].rounds[-1]["tasks"]
+    np.testing.assert_array_equal(
+        fits["dataframe"].model.topic_word, fits["classic"].model.topic_word
+    )

@@ -1,12 +1,11 @@
-"""Batch CVB0, CVB (second order) and MAP-EM sweeps over a block of clumped documents.
+"""Batch CVB0 and CVB (second order) sweeps over a block of clumped documents.
 
 CVB0: Eq. 3 of Foulds et al. (2013) (Asuncion et al. 2009). CVB: Eq. 16-18
-of Teh, Newman & Welling (2007), the Gaussian second-order correction. MAP-EM:
-the CVB0 form with the token's own share included and α − 1, η − 1 as the
-pseudo-counts (Asuncion et al. 2009; Foulds et al. 2013, Appendix A).
+of Teh, Newman & Welling (2007), the Gaussian second-order correction.
 Pure functions over numpy arrays; no Spark, no I/O. The references written
 plainly from the papers' equations are ``tests/reference_modes.py::
-cvb0_block``, ``::cvb_block`` and ``::map_block``.
+cvb0_block`` and ``::cvb_block``. (MAP-EM, once this sweep with the token's own
+share included, is :mod:`sparklda.kernels.map_em`.)
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ def _cvb_block(
     eta: np.floating[Any],
     w_eta: np.floating[Any],
     second_order: bool,
-    include_token: bool,
     d_nphi: NDArray[np.floating[Any]],
     d_nz: NDArray[np.floating[Any]],
     d_var_phi: NDArray[np.floating[Any]],
@@ -108,16 +106,6 @@ def _cvb_block(
                     top = max(top, expo[k])
                 for k in range(n_topics):
                     base[k] = base[k] * np.exp(expo[k] - top)
-            elif include_token:
-                # MAP-EM: the same form with the counts including the pair's own m·γ
-                # (the caller passes α − 1, η − 1 and W(η − 1)); floored at 0 as
-                # the "−ij" counts are, against rounding
-                for k in range(n_topics):
-                    base[k] = (
-                        (max(nphi[u, k], zero) + eta)
-                        / (max(nz[k], zero) + w_eta)
-                        * (max(ntheta[k], zero) + alpha[k])
-                    )
             else:
                 # Eq. 3: (N^Φ_uk + η)/(N^Z_k + Wη) · (N^Θ_jk + α), all "−ij"
                 for k in range(n_topics):
@@ -174,9 +162,8 @@ def cvb0_block(
     second_order: bool = False,
     var_phi: NDArray[np.floating[Any]] | None = None,
     var_z: NDArray[np.floating[Any]] | None = None,
-    include_token: bool = False,
 ) -> tuple[NDArray[np.floating[Any]], ...]:
-    """One CVB0 (or CVB, or MAP-EM) sweep over a block of documents, updating γ in place.
+    """One CVB0 (or CVB) sweep over a block of documents, updating γ in place.
 
     For each document j, N^Θ_j = Σ_p m_p γ_p is computed from the stored γ of
     its pairs; then for each pair p = (j, u) with count m, in storage order:
@@ -212,18 +199,6 @@ def cvb0_block(
     sees the statistics broadcast at the start of the iteration plus its own
     changes, and the driver adds up every partition's deltas.
 
-    With ``include_token=True`` this is MAP estimation by EM (Asuncion et al.
-    2009, the MAP row of their Table 1; Foulds et al. 2013, Sec. 4 and
-    Appendix A): step 1 is skipped, so the counts include the pair's own
-    m·γ_p, and the caller passes the MAP pseudo-counts α − 1, η − 1 and
-    W(η − 1) as ``alpha``, ``eta`` and ``w_eta``:
-
-        γ_pk ∝ (N^Φ_uk + η − 1) / (N^Z_k + W(η − 1)) · (N^Θ_jk + α − 1).
-
-    The counts are floored at 0 as in step 1, so with α, η > 1 no factor is
-    negative. Pairs are updated in storage order against the statistics as
-    they stand (an incremental E-step).
-
     Parameters
     ----------
     indptr : int64 array (D+1,)
@@ -253,9 +228,6 @@ def cvb0_block(
         Var N^Φ rows as broadcast, Σ m γ(1 − γ) over the corpus's pairs.
     var_z : float array (K,), required if ``second_order``
         Var N^Z as broadcast.
-    include_token : bool
-        MAP-EM: the counts include the pair's own share (no "−ij"); not with
-        ``second_order``.
 
     Returns
     -------
@@ -279,10 +251,10 @@ def cvb0_block(
     Foulds, Boyles, DuBois, Smyth & Welling (2013), Eq. 3.
     Teh, Newman & Welling (2007), Eq. 15-18.
 
-    Equivalent to ``tests/reference_modes.py::cvb0_block`` (CVB0),
-    ``::cvb_block`` (CVB) and ``::map_block`` (MAP-EM), which compute every
-    statistic from scratch as broadcast − block's initial contributions +
-    block's current contributions (− the pair's own, but for MAP-EM).
+    Equivalent to ``tests/reference_modes.py::cvb0_block`` (CVB0) and
+    ``::cvb_block`` (CVB), which compute every statistic from scratch as
+    broadcast − block's initial contributions + block's current contributions
+    − the pair's own.
 
     Examples
     --------
@@ -324,9 +296,6 @@ def cvb0_block(
             f"got {nphi_work.shape} and {nz_work.shape}."
         )
     second_order = bool(second_order)
-    include_token = bool(include_token)
-    if second_order and include_token:
-        raise ValueError("cvb0_block: 'include_token' (MAP-EM) does not take 'second_order'.")
     if second_order:
         if var_phi is None or var_z is None:
             raise ValueError("cvb0_block: second_order=True needs 'var_phi' and 'var_z'.")
@@ -357,7 +326,6 @@ def cvb0_block(
         cast(eta),
         cast(w_eta),
         second_order,
-        include_token,
         d_nphi,
         d_nz,
         d_var_phi,

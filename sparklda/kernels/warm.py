@@ -28,6 +28,7 @@ import numpy as np
 from .cvb0 import cvb0_block, cvb0_init_gamma
 from .gibbs import gibbs_init, gibbs_sweep, topic_counts
 from .inference import foldin_block, loglik_block
+from .map_em import map_block
 from .scvb0 import add_scaled_rows, init_doc_stats, scatter_add_rows, scvb0_block
 from .special import dirichlet_expectation_2d
 from .svb import svb_estep_block
@@ -73,7 +74,21 @@ def _cvb(dtype: np.dtype[Any]) -> None:
     cvb0_block(*args, nz, 0.1, 0.01, 0.02)  # CVB0
     var_phi, var_z = np.zeros((2, _K), dtype=dtype), np.zeros(_K, dtype=dtype)
     cvb0_block(*args, nz, 0.1, 0.01, 0.02, True, var_phi, var_z)  # CVB
-    cvb0_block(*args, nz, 0.1, 0.01, 0.02, include_token=True)  # MAP-EM: the same compiled code
+
+
+def _map(dtype: np.dtype[Any]) -> None:
+    # MAP-EM: the round's N^Φ rows in ``dtype``, N^Θ and the sums in float64
+    map_block(
+        _INDPTR,
+        _LOCAL,
+        _COUNTS,
+        _rows(dtype),
+        np.ones(_K, dtype=dtype),
+        np.ones((2, _K)),
+        0.5,
+        0.1,
+        0.2,
+    )
 
 
 def _svb(dtype: np.dtype[Any]) -> None:
@@ -113,6 +128,7 @@ WARMERS: dict[str, Callable[[np.dtype[Any]], None]] = {
     "merge": _merge,
     "scvb0_update": _scvb0_update,
     "cvb": _cvb,
+    "map": _map,
     "svb": _svb,
     "gibbs": _gibbs,
     "inference": _inference,

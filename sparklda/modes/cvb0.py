@@ -145,9 +145,9 @@ def init_state_fn(seed, vocab_size, k, dtype, alpha=None, foldin=True, random_sh
     return run
 
 
-def sweep_kernel(alpha, eta, w_eta, second_order, include_token=False):
-    """One CVB0/CVB (or, with ``include_token``, MAP-EM) iteration over a block: γ
-    updated on a copy (the cached state of the previous iteration is never modified)."""
+def sweep_kernel(alpha, eta, w_eta, second_order):
+    """One CVB0/CVB iteration over a block: γ updated on a copy (the cached state of
+    the previous iteration is never modified)."""
 
     def run(value, block, gamma):
         nphi, nz, var_phi, var_z = value
@@ -168,7 +168,6 @@ def sweep_kernel(alpha, eta, w_eta, second_order, include_token=False):
                 second_order,
                 var_rows,
                 var_z if second_order else None,
-                include_token,
             )
         return gamma
 

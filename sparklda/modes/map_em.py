@@ -1,16 +1,33 @@
 """Batch MAP estimation by EM (Asuncion, Welling, Smyth & Teh 2009, the MAP row of
 their Table 1; lecture notes 003, section 4; Foulds et al. 2013, section 4 and
-Appendix A, of which SCVB0 is the online version; Spark MLlib's ``optimizer="em"``).
+Appendix A, of which SCVB0 is the online version), with Jacobi updates as Spark
+MLlib's ``optimizer="em"``: every responsibility of an iteration is computed from the
+previous iteration's counts,
 
-MAP-EM is CVB0's sweep with two changes (:func:`sparklda.kernels.cvb0_block` with
-``include_token=True``): the counts include the token's own share (no "−ij"), and the
-pseudo-counts are α − 1 and η − 1, the modes of the Dirichlet posteriors:
+    γ_pk ∝ (N^Φ_uk + η − 1) / (N^Z_k + W(η − 1)) · (N^Θ_jk + α − 1),
 
-    γ_pk ∝ (N^Φ_uk + η − 1) / (N^Z_k + W(η − 1)) · (N^Θ_jk + α − 1).
+and the M-step's counts are N^Θ_j = Σ_{p in j} m_p γ_p per document and
+N^Φ_u = Σ_{p of u} m_p γ_p per term (:func:`sparklda.kernels.map_block`). Not CVB0's
+in-document sequential update (a pair's new γ seen by the next pairs of its document):
+an iteration here is MLlib's iteration.
 
-Everything else is CVB0's (:mod:`sparklda.modes.cvb0`): γ per (document, term) pair
-kept with the cached blocks, one iteration a round over every partition, the
-statistics recomputed from the blocks each iteration, the periodic lineage checkpoints.
+State. γ is never kept: the E-step and the sums are one pass over a block's pairs, so
+what a block carries from one iteration to the next is its documents' N^Θ, K numbers per
+document (the mode contract's block state, :mod:`sparklda.modes.base`). The state array
+of a block is its N^Θ (D rows) over its share of the new N^Φ (its U terms' rows, which
+are the block's statistics), summed in float64 and kept in the run's dtype (float32 by
+default, as the N^Φ every round ships), so :meth:`MAP.state_rows` is D + U; the
+executor checkpoints it with the blocks like CVB0's γ. Since no block reads another's
+changes, the model does not depend on the partitioning (up to the order of the sums),
+and the corpus is laid out as one slice when ``minibatch_size`` is unset
+(:attr:`~sparklda.modes.base.Mode.one_slice`): one task per core, the fewest rows of
+statistics. The driver keeps N^Φ (V×K, float64) and
+N^Z. A round is one iteration over every partition (``rounds_per_pass`` = 1).
+
+Start: CVB0's (:func:`sparklda.modes.cvb0.initial_gamma`): random topics keyed by
+(seed, term), each document's θ folded in against them, γ_p ∝ topic row · θ; the
+block's initial N^Θ and N^Φ are the sums of that γ, which is then dropped. A function
+of the seed and the data only; a warm start takes γ_p ∝ the initial model's φ̂ row.
 
 The priors must exceed 1 (the parameter validator refuses α ≤ 1 or η ≤ 1 for 'map'
 and learned priors); left unset they are MLlib's EM defaults, α = 50/k + 1 and
@@ -27,19 +44,99 @@ parameters (the model's ``metadata["params"]``) and the checkpoints.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-from .cvb0 import CVB0, sweep_kernel
+from ..block import DocBlock
+from ..kernels import map_block
+from ..stats import normalize_topics
+from .base import StatefulMode
+from .cvb0 import doc_sums, initial_gamma, pair_sums
+
+log = logging.getLogger("sparklda.modes.map_em")
+
+#: A block's state: its documents' N^Θ (D, K) over its terms' N^Φ rows (U, K), in the
+#: run's dtype (summed in float64).
+DocTopics = np.ndarray
 
 
-class MAP(CVB0):
-    """Batch MAP-EM (Asuncion et al. 2009): CVB0's sweep with the token's own share
-    included and α − 1, η − 1 as pseudo-counts."""
+# --------------------------------------------------------------------------
+# Per-block functions (built from plain values, never from the mode)
+
+
+def init_state_fn(seed, vocab_size, k, dtype, alpha):
+    """``init(phi, block) -> state``: the sums of CVB0's initial γ (or a warm start's)."""
+
+    def run(phi, block: DocBlock):
+        gamma = initial_gamma(block, seed, vocab_size, k, dtype, phi, alpha)
+        return np.vstack([doc_sums(block, gamma), pair_sums(block, gamma)]).astype(dtype)
+
+    return run
+
+
+def em_kernel(alpha, eta, w_eta):
+    """One iteration over a block: the new state from the round's N^Φ, N^Z and the
+    block's N^Θ (the cached state is never modified), summed in float64 and kept in the
+    round value's dtype (the run's)."""
+
+    def run(value, block: DocBlock, state):
+        nphi, nz = value
+        out = np.zeros((block.n_docs + len(block.terms), nphi.shape[1]))
+        if block.nnz:
+            map_block(
+                block.indptr,
+                block.local,
+                block.counts,
+                nphi[block.terms],
+                nz,
+                state[: block.n_docs],
+                alpha,
+                eta,
+                w_eta,
+                out=out,
+            )
+        return out.astype(nphi.dtype, copy=False)
+
+    return run
+
+
+def _statistics(block: DocBlock, state) -> np.ndarray:
+    """A block's N^Φ rows: the state below its documents' N^Θ."""
+    return state[block.n_docs :]
+
+
+def _state_rows(block: DocBlock) -> int:
+    return int(block.n_docs + len(block.terms))
+
+
+# --------------------------------------------------------------------------
+# The mode
+
+
+class MAP(StatefulMode[DocTopics]):
+    """Batch MAP-EM (Asuncion et al. 2009) with Jacobi updates, as MLlib's EM."""
 
     name = "map"
     title = "batch MAP estimation by EM, Asuncion et al. 2009 (MLlib's optimizer='em')"
+    task_kernels = ("map", "cvb", "inference", "merge")
     takes_seed_topics = False
-    second_order = False
+    one_slice = True
+
+    def __init__(self, corpus, params, initial_topic_word=None):
+        super().__init__(corpus, params, initial_topic_word)
+        self.k = params.k
+        self.v = corpus.vocab_size
+        self.initial_topic_word = initial_topic_word
+        self.state_bytes = int(corpus.n_train_docs) * self.k * self.dtype.itemsize
+        log.info(
+            "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB in the cached "
+            "blocks (with each block's N^Φ rows)",
+            corpus.n_train_docs,
+            self.k,
+            self.dtype.name,
+            self.state_bytes / 1e6,
+        )
 
     @property  # type: ignore[override]
     def alpha(self) -> np.ndarray:
@@ -59,12 +156,73 @@ class MAP(CVB0):
     def eta(self, value: float) -> None:
         self.priors.eta = float(value) + 1.0
 
+    @property
+    def w_eta(self) -> float:
+        return self.v * self.eta
+
+    # -- the round plan --------------------------------------------------
+    @property
+    def rounds_per_pass(self) -> int:
+        return 1
+
+    # -- initial state ----------------------------------------------------
+    def init_value(self):
+        if self.initial_topic_word is None:
+            return None
+        return normalize_topics(self.initial_topic_word, self.params.eta).astype(self.dtype)
+
+    def init_state(self):
+        return init_state_fn(self.params.seed, self.v, self.k, self.dtype, self.alpha.copy())
+
+    def state_rows(self):
+        return _state_rows
+
+    def statistics(self):
+        return _statistics
+
+    def set_initial(self, stats):
+        self._set_stats(stats)
+        self.initial_topic_word = None
+
+    # -- per round -------------------------------------------------------
+    def _set_stats(self, stats):
+        self.nphi = np.ascontiguousarray(stats.to_dense(self.v).rows, dtype=np.float64)
+        self.nz = self.nphi.sum(axis=0)
+
+    def round_value(self, t):
+        return self.nphi.astype(self.dtype), self.nz.astype(self.dtype)
+
     def kernel(self, t):
-        return sweep_kernel(self.alpha.copy(), self.eta, self.w_eta, False, include_token=True)
+        return em_kernel(self.alpha.copy(), self.eta, self.w_eta)
+
+    def update(self, stats, t):
+        old = self.nphi
+        self._set_stats(stats)
+        tokens = self.count_seen(stats)
+        # the fraction of the tokens' expected topic assignments that moved
+        return {
+            "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),
+            "partitions": self.n_partitions,
+        }
+
+    def topic_word(self):
+        return self.nphi.copy()
+
+    # -- checkpoints -------------------------------------------------------
+    def state(self):
+        return {**super().state(), "nphi": self.nphi}
+
+    def restore(self, state):
+        super().restore(state)
+        self.nphi = np.array(state["nphi"], dtype=np.float64)
+        self.nz = self.nphi.sum(axis=0)
+        self.initial_topic_word = None
 
     def report(self):
         return {
-            **super().report(),
+            "doc_topic_bytes": self.state_bytes,
+            "documents": int(self.corpus.n_train_docs),
+            "checkpoint_interval": self.params.checkpoint_interval,
             # the pseudo-counts of the estimates (the model's α and η)
             "map_alpha_minus_one": float(self.alpha.mean()),
             "map_eta_minus_one": self.eta,

@@ -36,10 +36,6 @@ __all__ = [
 
 log = logging.getLogger("sparklda")
 
-#: ``minibatch_size`` of a mode that takes one slice when none is given (``one_slice``):
-#: more documents than any corpus has.
-ONE_SLICE = 2**31 - 1
-
 
 def fit(
     source: DocSource,
@@ -108,7 +104,7 @@ def fit(
     driver_warm.start()
     corpus = backend.build_corpus(
         source,
-        minibatch_size=params.minibatch_size or (ONE_SLICE if mode.one_slice else 0),
+        minibatch_size=params.minibatch_size,
         heldout_fraction=params.heldout_fraction,
         heldout_count=params.heldout_count or None,
         seed=params.seed,

@@ -210,7 +210,8 @@ def test_a_batch_layout_is_one_slice_of_a_block_per_task():
         default_minibatch_size,
     )
 
-    assert MODES["gibbs"].batch_layout and not MODES["scvb0"].batch_layout
+    assert MODES["gibbs"].batch_layout and MODES["map"].batch_layout
+    assert not MODES["scvb0"].batch_layout
     # 20 Newsgroups' training documents on local[2]: one slice (2 blocks), not 10
     assert default_batch_minibatch_size(2, 18_344) == 18_344
     assert default_minibatch_size(2, 18_344) == 2000

@@ -85,11 +85,6 @@ class Mode(ABC):
     #: Named variants ``python -m sparklda compare`` trains besides the mode itself:
     #: name -> the parameters that make the variant (e.g. SVB's batch VB).
     variants: ClassVar[dict[str, dict[str, Any]]] = {}
-    #: Whether the corpus is laid out as one slice (``parts_per_slice`` partitions: one
-    #: task per core) when ``minibatch_size`` is unset: a batch mode whose model does not
-    #: depend on the partitioning (MAP's Jacobi updates), where more partitions only add
-    #: tasks and per-block statistics rows.
-    one_slice: ClassVar[bool] = False
 
     def __init__(self, corpus, params: TrainParams, initial_topic_word=None):
         self.corpus = corpus

@@ -20,7 +20,7 @@ default, as the N^Φ every round ships), so :meth:`MAP.state_rows` is D + U; the
 executor checkpoints it with the blocks like CVB0's γ. Since no block reads another's
 changes, the model does not depend on the partitioning (up to the order of the sums),
 and the corpus is laid out as one slice when ``minibatch_size`` is unset
-(:attr:`~sparklda.modes.base.Mode.one_slice`): one task per core, the fewest rows of
+(:attr:`~sparklda.modes.base.Mode.batch_layout`): one task per core, the fewest rows of
 statistics. The driver keeps N^Φ (V×K, float64) and
 N^Z. A round is one iteration over every partition (``rounds_per_pass`` = 1).
 
@@ -121,7 +121,7 @@ class MAP(StatefulMode[DocTopics]):
     title = "batch MAP estimation by EM, Asuncion et al. 2009 (MLlib's optimizer='em')"
     task_kernels = ("map", "cvb", "inference", "merge")
     takes_seed_topics = False
-    one_slice = True
+    batch_layout = True
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)

@@ -22,6 +22,17 @@ which adds those files to the workers' path later.
 
 from __future__ import annotations
 
+import importlib
+
+#: the modules the tasks' functions live in (their imports bring the rest)
+TASK_MODULES = (
+    "sparklda.corpus",
+    "sparklda.evaluation",
+    "sparklda.execution",
+    "sparklda.inference",
+    "sparklda.modes",
+)
+
 
 def preload() -> None:
     """Import what sparklda's tasks import and load the kernels' compiled code."""
@@ -29,12 +40,8 @@ def preload() -> None:
     import pyarrow  # noqa: F401  (the DataFrame path's batches)
     import pyspark.worker  # noqa: F401  (what every forked worker runs)
 
-    # the modules the tasks' functions live in
-    import sparklda.corpus
-    import sparklda.evaluation
-    import sparklda.execution
-    import sparklda.inference
-    import sparklda.modes
+    for module in TASK_MODULES:
+        importlib.import_module(module)
     from sparklda.kernels.warm import WARMERS, settle_heap, warm
 
     for dtype in (np.float32, np.float64):

@@ -12,9 +12,15 @@ import pytest
 from tests.jvm_share import archive_path, jvm_options, start_archive
 
 #: The JVM options of every JVM the tests start through spark-submit: C1-only compilation
-#: and a class-data sharing archive (tests/jvm_share.py). Test-only: the library and its
-#: jobs leave the JVM's defaults.
-TEST_JVM_OPTS = jvm_options(archive_path())
+#: and a class-data sharing archive (tests/jvm_share.py), and PySpark's worker daemon
+#: replaced by :mod:`sparklda.daemon`, whose workers are forked with sparklda loaded (a
+#: worker whose task raised is not reused, and many tests raise on purpose: each new
+#: worker would import and load the kernels again). Test-only: the library and its jobs
+#: leave the JVM's and PySpark's defaults. (The cluster tests, whose executors import
+#: sparklda from the zip the driver ships, keep PySpark's daemon: ``JVM_OPTS`` only.)
+JVM_OPTS = jvm_options(archive_path())
+DAEMON_OPT = "-Dspark.python.daemon.module=sparklda.daemon"
+TEST_JVM_OPTS = f"{JVM_OPTS} {DAEMON_OPT}"
 if TEST_JVM_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
     os.environ["SPARK_SUBMIT_OPTS"] = (
         os.environ.get("SPARK_SUBMIT_OPTS", "") + " " + TEST_JVM_OPTS

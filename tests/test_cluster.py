@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from sparklda.model import TopicModel
-from tests.conftest import TEST_JVM_OPTS
+from tests.conftest import DAEMON_OPT, JVM_OPTS
 from tests.helpers import (
     ROOT,
     TRAIN_JOB,
@@ -63,6 +63,13 @@ def _tail(path, n=3000) -> str:
         return ""
 
 
+def _driver_opts() -> str:
+    """The drivers' JVM options: the test run's, with PySpark's own worker daemon (the
+    executors must import sparklda from the zip the driver ships, not have it loaded by
+    sparklda.daemon from this machine's installation)."""
+    return os.environ.get("SPARK_SUBMIT_OPTS", "").replace(DAEMON_OPT, "").strip()
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("cluster")
@@ -76,7 +83,7 @@ def cluster(tmp_path_factory):
         SPARK_WORKER_DIR=str(base / "work"),
         # the master's and workers' JVMs: the test run's options (tests/jvm_share.py)
         SPARK_DAEMON_JAVA_OPTS=" ".join(
-            filter(None, (os.environ.get("SPARK_DAEMON_JAVA_OPTS"), TEST_JVM_OPTS))
+            filter(None, (os.environ.get("SPARK_DAEMON_JAVA_OPTS"), JVM_OPTS))
         ),
     )
     procs: list[subprocess.Popen] = []
@@ -244,11 +251,15 @@ def _drive(tmp_path, master: str, name: str) -> tuple[np.ndarray, dict]:
             CONFIG,
             tmp_path / name,
             free_port(),
-            TEST_JVM_OPTS,  # the executors' JVMs: the test run's options (tests/jvm_share.py)
+            JVM_OPTS,  # the executors' JVMs: the test run's options (tests/jvm_share.py)
             *SETTINGS,
         ],
         timeout=900,
-        env=job_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+        env=job_env(
+            SPARK_LOCAL_IP="127.0.0.1",
+            PYSPARK_PYTHON=sys.executable,
+            SPARK_SUBMIT_OPTS=_driver_opts(),
+        ),
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
@@ -292,7 +303,7 @@ def test_spark_submit_job_runs_on_the_cluster_with_spark_submits_settings(
         "--conf",
         "spark.default.parallelism=2",
         "--conf",  # the executors' JVMs: the test run's options (tests/jvm_share.py)
-        f"spark.executor.extraJavaOptions={TEST_JVM_OPTS}",
+        f"spark.executor.extraJavaOptions={JVM_OPTS}",
         TRAIN_JOB,
         "--config",
         CONFIG,
@@ -301,7 +312,12 @@ def test_spark_submit_job_runs_on_the_cluster_with_spark_submits_settings(
         f"output.model={model_path}",
     ]
     out = run(
-        cmd, timeout=900, env=job_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=None), cwd=tmp_path
+        cmd,
+        timeout=900,
+        env=job_env(
+            SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=None, SPARK_SUBMIT_OPTS=_driver_opts()
+        ),
+        cwd=tmp_path,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     print(" ".join(map(str, cmd)))

@@ -297,12 +297,14 @@ def test_learned_alpha_moves_after_the_burnin(source):
 
 @pytest.mark.slow
 def test_the_dataframe_path_gives_the_classic_model(spark, tmp_path):
-    """The same KOS documents trained with RDDs and with DataFrames only: the same
-    assignments, so the same model; resumed from a checkpoint on the DataFrame path, too."""
+    """The same KOS documents (the first thousand) trained with RDDs and with DataFrames
+    only: the same assignments, so the same model; resumed from a checkpoint on the
+    DataFrame path, too."""
     from sparklda.corpus.readers.uci import read_uci
+    from tests.test_resume import _small_kos
 
-    src = read_uci(spark, KOS_DOCWORD, KOS_VOCAB)
-    p = dict(k=8, passes=3, heldout_count=200, minibatch_size=4000, gibbs_average=2)
+    src = read_uci(spark, _small_kos(tmp_path), KOS_VOCAB)
+    p = dict(k=8, passes=3, heldout_count=100, minibatch_size=1000, gibbs_average=2)
     a = fit(src, gibbs_params(**p, execution="classic"))
     b = fit(src, gibbs_params(**p, execution="dataframe"))
     np.testing.assert_array_equal(a.model.topic_word, b.model.topic_word)

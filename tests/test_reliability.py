@@ -8,11 +8,13 @@ replaced, so the fault runs in a separate driver with master ``local[2,4]``
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
 import pytest
 
+from tests.conftest import DAEMON_OPT
 from tests.helpers import ROOT, job_env, run
 
 #: A driver that trains SCVB0 on the shipped KOS sample twice, the second time while a thread
@@ -150,6 +152,13 @@ spark.stop()
 """
 
 
+def _env() -> dict:
+    """The fault scripts' environment: PySpark's own worker daemon (the one users run,
+    whose workers the killer looks for), not the test run's sparklda.daemon."""
+    opts = os.environ.get("SPARK_SUBMIT_OPTS", "").replace(DAEMON_OPT, "").strip()
+    return job_env(PYSPARK_PYTHON=sys.executable, PYTHONPATH=ROOT, SPARK_SUBMIT_OPTS=opts)
+
+
 @pytest.mark.slow
 def test_killed_python_worker_is_retried_and_the_model_is_unchanged(tmp_path):
     script = tmp_path / "fault.py"
@@ -157,7 +166,7 @@ def test_killed_python_worker_is_retried_and_the_model_is_unchanged(tmp_path):
     out = run(
         [sys.executable, script],
         timeout=900,
-        env=job_env(PYSPARK_PYTHON=sys.executable, PYTHONPATH=ROOT),
+        env=_env(),
         cwd=tmp_path,
     )
     lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
@@ -204,7 +213,7 @@ def test_killed_python_worker_in_a_gibbs_sweep_is_retried_and_the_model_is_uncha
     out = run(
         [sys.executable, script],
         timeout=900,
-        env=job_env(PYSPARK_PYTHON=sys.executable, PYTHONPATH=ROOT),
+        env=_env(),
         cwd=tmp_path,
     )
     lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]

@@ -198,6 +198,13 @@ class StatefulMode(Mode, Generic[S]):
 
     stateful: ClassVar[bool] = True
 
+    def __init__(self, corpus, params: TrainParams, initial_topic_word=None):
+        super().__init__(corpus, params, initial_topic_word)
+        self.k = params.k
+        self.v = corpus.vocab_size
+        #: a warm start's topic-word matrix, which :meth:`init_state` starts the blocks from
+        self.initial_topic_word = initial_topic_word
+
     def round_partitions(self, t: int) -> list[int]:
         """Every partition."""
         return list(range(self.n_partitions))

@@ -232,9 +232,6 @@ class CVB0(StatefulMode[Gamma]):
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
-        self.k = params.k
-        self.v = corpus.vocab_size
-        self.initial_topic_word = initial_topic_word
         self.gamma_bytes = int(corpus.n_train_pairs) * self.k * self.dtype.itemsize
         log.info(
             "%s keeps γ for %d (document, term) pairs × %d topics in %s: %.1f MB "

@@ -135,9 +135,6 @@ class Gibbs(StatefulMode[Assignments]):
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
-        self.k = params.k
-        self.v = corpus.vocab_size
-        self.initial_topic_word = initial_topic_word
         self.z_dtype = assignment_dtype(self.k)
         self.z_bytes = int(corpus.n_train_tokens) * self.z_dtype.itemsize
         self.avg_sum: np.ndarray | None = None

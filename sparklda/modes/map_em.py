@@ -125,9 +125,6 @@ class MAP(StatefulMode[DocTopics]):
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
-        self.k = params.k
-        self.v = corpus.vocab_size
-        self.initial_topic_word = initial_topic_word
         self.state_bytes = int(corpus.n_train_docs) * self.k * self.dtype.itemsize
         log.info(
             "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB in the cached "

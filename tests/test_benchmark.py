@@ -869,6 +869,10 @@ def test_priors_stage_options_section_and_merge(tmp_path, tiny_corpus):
     )
     assert "| -1.500 | 0.0500 | 80 |" in text
     assert "## Learned priors" not in report.render_markdown(base, [], paths, str(tmp_path))
+    # rows of a run with --priors-no-coherence have no coherence: a dash in its columns
+    bare = [{k: v for k, v in r.items() if k not in ("u_mass", "c_npmi")} for r in _priors_rows()]
+    plain = {**merged, "priors": {**merged["priors"], "rows": bare}}
+    assert "| 0.01 | — | — | 80 |" in report.render_markdown(plain, [], paths, str(tmp_path))
 
 
 class _FakeContext:

@@ -285,6 +285,89 @@ def test_seeded_topics_pull_their_words(source):
     assert phi[6:12, 0].sum() > 0.9
 
 
+def _driver_only_gibbs(**kw):
+    """A Gibbs mode on a stand-in corpus (12 terms), for its driver-side updates."""
+    from types import SimpleNamespace
+
+    from sparklda.modes.gibbs import Gibbs
+
+    corpus = SimpleNamespace(
+        vocab=[f"w{i}" for i in range(12)],
+        vocab_size=12,
+        n_train_tokens=40,
+        n_train_docs=5,
+        n_train_pairs=30,
+        n_slices=1,
+        parts_per_slice=2,
+        slice_docs=[5],
+        slice_tokens=[40],
+    )
+    return Gibbs(corpus, TrainParams(algorithm="gibbs", k=3, **kw))
+
+
+def test_learned_alpha_steps_on_statistics_pooled_over_sweeps():
+    """After the burn-in (a quarter of the sweeps) a learned α moves once every
+    ALPHA_INTERVAL sweeps, by Minka's step on those sweeps' statistics summed, and stays
+    put in between; a resume between two steps keeps the pool."""
+    from sparklda.kernels.priors import keep_total, minka_alpha_step
+    from sparklda.modes.gibbs import ALPHA_INTERVAL
+    from sparklda.modes.priors import with_extras
+    from sparklda.stats import TopicStats
+
+    assert ALPHA_INTERVAL == 5
+    counts = np.random.default_rng(4).poisson(1.0, size=(12, 3)).astype(np.float64)
+    rng = np.random.default_rng(5)
+    sweeps = [np.append(rng.uniform(5, 40, 3), rng.uniform(20, 30)) for _ in range(12)]
+
+    def stats(t):
+        rows = with_extras(counts, sweeps[t])
+        return TopicStats(np.arange(12, dtype=np.int32), rows, {"tokens": 40.0})
+
+    mode = _driver_only_gibbs(passes=12, optimize_alpha=True)  # burn-in: sweeps 0-2
+    mode.set_initial(stats(0))
+    start = mode.alpha.copy()
+    for t in range(7):
+        mode.update(stats(t), t)
+        np.testing.assert_array_equal(mode.alpha, start)  # burn-in, then pooling
+        if t == 5:
+            resumed = _driver_only_gibbs(passes=12, optimize_alpha=True)
+            resumed.restore(mode.state())
+    assert mode.alpha_pooled == 4
+    mode.update(stats(7), 7)  # the fifth sweep after the burn-in (sweeps 3-7)
+    pool = np.sum(sweeps[3:8], axis=0)
+    want = keep_total(minka_alpha_step(start, pool[:3], pool[3]), 0.3)
+    np.testing.assert_allclose(mode.alpha, want, rtol=1e-12)
+    assert not np.allclose(want, start) and mode.alpha_pool is None
+    for t in (6, 7):
+        resumed.update(stats(t), t)
+    np.testing.assert_array_equal(resumed.alpha, mode.alpha)
+    mode.update(stats(8), 8)  # the next pool starts: α holds
+    np.testing.assert_array_equal(resumed.alpha, mode.alpha)
+
+
+def test_learned_eta_reads_the_sampled_counts_as_whole_numbers():
+    """Gibbs's N^Φ are a sample's whole counts: its learned η is Minka's fixed point for
+    integer counts (``expected=False``), after the burn-in (a quarter of the passes), not
+    the collapsed variational modes' expected-count reading, which weighs a count-1 cell
+    by P(N ≥ 1) = 0.63 and gives a smaller η."""
+    from sparklda.kernels.priors import minka_eta
+    from sparklda.stats import TopicStats
+
+    v, k = 12, 3
+    mode = _driver_only_gibbs(passes=4, optimize_eta=True)
+    counts = np.random.default_rng(3).poisson(0.6, size=(v, k)).astype(np.float64)
+    counts[0] = [5, 0, 0]
+    stats = TopicStats(np.arange(v, dtype=np.int32), counts.astype(np.float32), {"tokens": 40.0})
+    mode.set_initial(stats)
+    mode.update(stats, 0)  # the burn-in: η as given
+    assert mode.eta == 0.01
+    mode.update(stats, 1)
+    whole = minka_eta(counts, 0.01, expected=False)
+    assert mode.eta == whole
+    assert whole > 1.2 * minka_eta(counts, 0.01, expected=True)
+    assert mode.update(stats, 2)["eta"] == minka_eta(counts, whole, expected=False)
+
+
 @pytest.mark.slow
 def test_learned_alpha_moves_after_the_burnin(source):
     res = fit(source, gibbs_params(passes=8, optimize_alpha=True))

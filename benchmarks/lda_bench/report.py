@@ -1358,7 +1358,8 @@ def _priors_section(results):
             f"| {r['corpus']} | {r['k']} | {r['mode']} | {r['passes']} | {r['variant']} | "
             f"{r['heldout_loglik']:.4f} | {_num(r.get('gain'), '{:+.4f}')} | "
             f"{r['alpha_sum']:.3f} | {r['alpha_min']:.4f} | {r['alpha_max']:.4f} | "
-            f"{r['eta']:.4g} | {r['u_mass']:.3f} | {r['c_npmi']:.4f} | {r['fit_s']:.0f} |"
+            f"{r['eta']:.4g} | {_num(r.get('u_mass'))} | {_num(r.get('c_npmi'), '{:.4f}')} | "
+            f"{r['fit_s']:.0f} |"
         )
     return lines + [""]
 

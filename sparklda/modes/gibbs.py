@@ -31,9 +31,15 @@ the N^Φ rows and N^Z the kernel reads, as in CVB0.
 Estimates. ``topic_word()`` is N^Φ averaged over the last ``gibbs_average`` sweeps of
 the run (from round ``passes − gibbs_average``; before that, and in the evaluations
 before it, the current counts), so φ̂ = (N̄^Φ + η) / (N̄^Z + Wη). A learned α is
-Minka's fixed point on the sampled document-topic counts N^Θ of each sweep after the
-burn-in (the counts are whole numbers here, so the fixed point applies as derived);
-a learned η is Minka's fixed point on N^Φ, as in every mode.
+Minka's fixed point on the sampled document-topic counts N^Θ after the burn-in (the
+counts are whole numbers here, so the fixed point applies as derived), one step every
+:data:`ALPHA_INTERVAL` sweeps on the statistics of those sweeps summed, α held between
+steps (as Mallet's optimisation interval): one sweep's sample is a noisy reading, and a
+step per sweep let the sampler chase it (docs/benchmarks/findings.md, "Learned priors on
+four corpora");
+a learned η is Minka's fixed point on N^Φ read as whole counts (``expected=False``:
+the collapsed variational modes' expected-count reading would weigh each count-1 cell
+by P(N ≥ 1) = 0.63 and learn too small an η).
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ log = logging.getLogger("sparklda.modes.gibbs")
 Assignments = np.ndarray
 #: A block of fewer tokens sends its counts as float32 (every count below 2^24: exact).
 EXACT_FLOAT32 = 2**24
+#: A learned α takes one Minka step every this many sweeps after the burn-in, on their
+#: pooled statistics (all read at the same α).
+ALPHA_INTERVAL = 5
 
 
 # --------------------------------------------------------------------------
@@ -139,6 +148,9 @@ class Gibbs(StatefulMode[Assignments]):
         self.z_bytes = int(corpus.n_train_tokens) * self.z_dtype.itemsize
         self.avg_sum: np.ndarray | None = None
         self.avg_count = 0
+        #: the Minka statistics of the sweeps since α's last step, and how many sweeps
+        self.alpha_pool: np.ndarray | None = None
+        self.alpha_pooled = 0
         log.info(
             "GIBBS keeps a topic per token for %d tokens in %s: %.1f MB in the cached blocks",
             corpus.n_train_tokens,
@@ -209,8 +221,8 @@ class Gibbs(StatefulMode[Assignments]):
                 self.avg_sum = np.zeros_like(self.nphi)
             self.avg_sum += self.nphi
             self.avg_count += 1
-        self.priors.minka_step(extras, self.pass_of(t))
-        self.priors.learn_eta(self.nphi, self.pass_of(t))
+        self._learn_alpha(extras, self.pass_of(t))
+        self.priors.learn_eta(self.nphi, self.pass_of(t), expected=False)  # whole counts
         tokens = self.count_seen(stats)
         return {
             # at least this share of the tokens changed topic (moves within a term cancel)
@@ -219,6 +231,18 @@ class Gibbs(StatefulMode[Assignments]):
             "averaged_sweeps": self.avg_count,
             **self.priors.report(),
         }
+
+    def _learn_alpha(self, extras, pass_no: int) -> None:
+        """Add a sweep's Minka statistics to the pool (after the burn-in); every
+        :data:`ALPHA_INTERVAL` sweeps, one fixed-point step on the pool, emptied."""
+        if extras is None or not self.priors.learns(pass_no):
+            return
+        pool = np.array(extras, dtype=np.float64)
+        self.alpha_pool = pool if self.alpha_pool is None else self.alpha_pool + pool
+        self.alpha_pooled += 1
+        if self.alpha_pooled >= ALPHA_INTERVAL:
+            self.priors.minka_step(self.alpha_pool, pass_no)
+            self.alpha_pool, self.alpha_pooled = None, 0
 
     def topic_word(self):
         if self.avg_count:
@@ -238,6 +262,9 @@ class Gibbs(StatefulMode[Assignments]):
         }
         if self.avg_sum is not None:
             out["avg_sum"] = self.avg_sum
+        if self.alpha_pool is not None:
+            out["alpha_pool"] = self.alpha_pool
+            out["alpha_pooled"] = self.alpha_pooled
         return out
 
     def restore(self, state):
@@ -251,6 +278,10 @@ class Gibbs(StatefulMode[Assignments]):
         elif "avg_sum" in state:
             # resumed with other passes or gibbs_average: the average restarts here
             log.info("Gibbs: the average of the last sweeps restarts after the resume")
+        self.alpha_pool, self.alpha_pooled = None, 0
+        if state.get("alpha_pool") is not None:  # resumed between two α steps
+            self.alpha_pool = np.array(state["alpha_pool"], dtype=np.float64)
+            self.alpha_pooled = int(state["alpha_pooled"])
         self.initial_topic_word = None
 
     def report(self):

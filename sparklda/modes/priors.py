@@ -61,11 +61,13 @@ class Priors:
         if not self.params.optimize_alpha_sum:
             self.alpha = keep_total(self.alpha, k * self.params.alpha)
 
-    def learn_eta(self, topic_word: np.ndarray, pass_no: int) -> None:
+    def learn_eta(self, topic_word: np.ndarray, pass_no: int, expected: bool = True) -> None:
         """With ``optimize_eta``, after the burn-in: η from Minka's fixed point on the
-        statistics ``topic_word``."""
+        statistics ``topic_word``: expected counts (``expected``, the collapsed
+        variational modes' sums of assignment probabilities) or whole counts (a Gibbs
+        sample's, for which the fixed point was derived; :func:`minka_eta`)."""
         if self.params.optimize_eta and self.learns(pass_no):
-            self.eta = minka_eta(topic_word, self.eta)
+            self.eta = minka_eta(topic_word, self.eta, expected=expected)
 
     def learn_eta_pass(
         self, vocab_size: int, terms: np.ndarray, rows: np.ndarray, pass_no: int, pass_end: bool

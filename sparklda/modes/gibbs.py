@@ -36,10 +36,9 @@ counts are whole numbers here, so the fixed point applies as derived), one step 
 :data:`ALPHA_INTERVAL` sweeps on the statistics of those sweeps summed, α held between
 steps (as Mallet's optimisation interval): one sweep's sample is a noisy reading, and a
 step per sweep let the sampler chase it (docs/benchmarks/findings.md, "Learned priors on
-four corpora");
-a learned η is Minka's fixed point on N^Φ read as whole counts (``expected=False``:
-the collapsed variational modes' expected-count reading would weigh each count-1 cell
-by P(N ≥ 1) = 0.63 and learn too small an η).
+four corpora"); a learned η is Minka's fixed point on N^Φ read as whole counts
+(``expected=False``: the collapsed variational modes' expected-count reading would weigh
+each count-1 cell by P(N ≥ 1) = 0.63 and learn too small an η).
 """
 
 from __future__ import annotations

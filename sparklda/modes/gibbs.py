@@ -81,8 +81,12 @@ def sweep_fn(seed, t, alpha, eta, w_eta):
         nphi, nz, seed_terms, seed_rows = value
         z = np.array(z, copy=True)
         if block.nnz:
-            rows = np.ascontiguousarray(nphi[block.terms], dtype=np.float64)
-            add_seed_rows(rows, block.terms, seed_terms, seed_rows)
+            # the round's whole counts as int32 (the sweep waits on memory: the fewer
+            # bytes the better), float64 with pseudo-counts or counts near int32's end
+            rows = nphi[block.terms]
+            if len(seed_terms) or rows.dtype != np.int32 or rows.max() >= 2**31 - 1 - len(z):
+                rows = np.ascontiguousarray(rows, dtype=np.float64)
+                add_seed_rows(rows, block.terms, seed_terms, seed_rows)
             keys = doc_keys(seed, Stream.GIBBS_SWEEP + t, block.doc_ids)
             gibbs_sweep(
                 block.indptr,

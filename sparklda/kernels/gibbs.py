@@ -429,10 +429,12 @@ def topic_counts(
     counts: NDArray[Any],
     z: NDArray[Any],
     k: int,
-) -> NDArray[np.float64]:
-    """(n_rows, K) float64 counts of the tokens' topics, by the row each pair names:
-    ``block.local`` gives the word-topic counts of a block's terms (N^Φ rows), each
-    pair's document number its document-topic counts (N^Θ)."""
-    out = np.zeros((int(n_rows), int(k)), dtype=np.float64)
+    dtype: Any = np.float64,
+) -> NDArray[Any]:
+    """(n_rows, K) counts of the tokens' topics (float64, or ``dtype``: float32 is exact
+    below 2^24 tokens), by the row each pair names: ``block.local`` gives the
+    word-topic counts of a block's terms (N^Φ rows), each pair's document number its
+    document-topic counts (N^Θ)."""
+    out = np.zeros((int(n_rows), int(k)), dtype=dtype)
     _topic_counts(np.asarray(rows_of_pairs, dtype=np.int64), int_counts(counts), z, out)
     return out

@@ -110,10 +110,12 @@ def statistics_fn(k, alpha=None):
     Minka's statistics of its documents' sampled topic counts as K + 1 more columns."""
 
     def run(block: DocBlock, z):
-        rows = topic_counts(block.local, len(block.terms), block.counts, z, k)
         if alpha is None:
             # whole counts below 2^24 are exact in float32: half the bytes to merge
-            return rows.astype(np.float32) if block.n_tokens < EXACT_FLOAT32 else rows
+            exact = block.n_tokens < EXACT_FLOAT32
+            dtype = np.float32 if exact else np.float64
+            return topic_counts(block.local, len(block.terms), block.counts, z, k, dtype)
+        rows = topic_counts(block.local, len(block.terms), block.counts, z, k)
         docs = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
         ntheta = topic_counts(docs, block.n_docs, block.counts, z, k)
         num, den = doc_prior_stats(ntheta, alpha)

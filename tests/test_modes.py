@@ -277,3 +277,62 @@ def test_gamma_draws_follow_gamma_100():
     assert abs(skew - 0.2) < 0.03
     np.testing.assert_array_equal(gamma_draws(0, 5, ids[[7, 3]], 8), x[[7, 3]])
     assert not np.array_equal(gamma_draws(1, 5, ids[:5], 8), x[:5])
+
+
+class _Sink:
+    """A stand-in for the round's accumulator (what a Spark task's add would do)."""
+
+    def __init__(self):
+        self.value = {}
+
+    def add(self, term):
+        from sparklda.execution.tasks import ByPartition
+
+        self.value = ByPartition().addInPlace(self.value, term)
+
+
+def test_statistics_sent_in_the_sweeps_pass_equal_the_ones_read_back():
+    """A stateful round's one-pass statistics (sent through the accumulator) are the
+    ones the statistics pass reads from the new states, block for block, in order; a
+    partition that sent nothing leaves them to that pass."""
+    from sparklda.block import DocBlock
+    from sparklda.execution.tasks import (
+        advance_partition,
+        init_partition,
+        sent_statistics,
+        statistics_partition,
+    )
+    from sparklda.modes.gibbs import init_state_fn, statistics_fn, sweep_fn
+    from tests.helpers import planted_docs
+
+    docs, v = planted_docs(n_docs=40)
+    blocks = [DocBlock.from_docs(docs[i : i + 15], dtype=np.float32) for i in (0, 15, 30)]
+    alpha = np.full(K, 0.1)
+
+    class Value:
+        value = None
+
+    init = init_partition(Value, init_state_fn(0, K, alpha))
+    items = list(init(blocks))
+    nphi = sum(statistics_fn(K)(b, z).sum() for b, z in ((b, s) for b, s, _ in items))
+    Value.value = (
+        np.full((v, K), nphi / (v * K)),
+        np.full(K, nphi / K),
+        np.zeros(0, np.int64),
+        np.zeros((0, K)),
+    )
+    kernel, stats = sweep_fn(0, 0, alpha, 0.01, 0.01 * v), statistics_fn(K)
+
+    sink = _Sink()
+    sent = list(advance_partition(Value, kernel, stats, sink)(items))
+    read = list(statistics_partition(stats)(advance_partition(Value, kernel)(items)))
+    got = sent_statistics(sink.value, 1)
+    assert [len(x) for x in sent] == [3, 3, 3]  # the items carry no statistics
+    assert got is not None and len(got) == len(read) == 3
+    for a, b in zip(got, read, strict=True):
+        np.testing.assert_array_equal(a.terms, b.terms)
+        np.testing.assert_array_equal(a.rows, b.rows)
+        assert a.extra == b.extra and set(a.timings) == set(b.timings) == {"kernel", "stats"}
+    assert sent_statistics(sink.value, 2) is None  # partition 1 sent nothing
+    sink.add({0: []})  # a partition computed again replaces its entry
+    assert sent_statistics(sink.value, 1) == []

@@ -24,9 +24,11 @@ from .base import Backend, Executor, RoundOutput, value_nbytes
 from .checkpointer import PeriodicCheckpointer
 from .scoring import HeldoutScore, LeftToRight, alpha_arg, check_phi, score_partition
 from .tasks import (
+    ByPartition,
     advance_partition,
     check_restored_state,
     init_partition,
+    sent_statistics,
     stateless_partition,
     statistics_partition,
 )
@@ -174,6 +176,29 @@ class ClassicExecutor(Executor):
             combine="executors",
         )
 
+    def _sink(self, states):
+        """An accumulator for the statistics of a new generation of ``states`` when
+        the driver merges them (:func:`sent_statistics`), else None."""
+        if combine_on_executors(self.combine, states.getNumPartitions()):
+            return None
+        return self.sc.accumulator({}, ByPartition())
+
+    def _compute_states(self, states, statistics: Callable, sink) -> RoundOutput:
+        """Compute the new (persisted) generation ``states`` and bring its statistics
+        back. With a ``sink``, one job and one Python pass a task: a count of the JVM's
+        partitions, whose Python tasks send their statistics through the sink; without
+        one (or, as a safeguard, if some partition's did not arrive) a job of
+        :func:`statistics_partition` on the states, a second Python pass a task."""
+        if sink is not None:
+            states._jrdd.count()
+            parts = sent_statistics(sink.value, states.getNumPartitions())
+            sink.value = {}  # a later copy of this generation computed again adds to it
+            if parts is not None:
+                nbytes = sum(p.nbytes for p in parts)
+                return RoundOutput(parts, driver_bytes=nbytes, tasks=len(parts))
+            log.warning("some partitions sent no statistics: reading the block states again")
+        return self._gather(states, statistics_partition(statistics))
+
     def init_states(self, mode) -> RoundOutput:
         self.checkpointer = PeriodicCheckpointer(
             self.sc, self.checkpoint_interval, f"the {mode.name} block states"
@@ -182,12 +207,14 @@ class ClassicExecutor(Executor):
         value = mode.init_value()
         bc = self.sc.broadcast(value) if value is not None else None
         t1 = time.perf_counter()
+        sink = self._sink(self.corpus.train)
         states = self.corpus.train.mapPartitions(
-            init_partition(bc, mode.init_state()), preservesPartitioning=True
+            init_partition(bc, mode.init_state(), mode.statistics(), sink),
+            preservesPartitioning=True,
         ).setName(f"sparklda {mode.name} block states (initial)")
         self.checkpointer.update(states)
         self.states = states
-        out = self._gather(states, statistics_partition(mode.statistics()))
+        out = self._compute_states(states, mode.statistics(), sink)
         self.checkpointer.materialized()
         t2 = time.perf_counter()
         if bc is not None:
@@ -202,15 +229,16 @@ class ClassicExecutor(Executor):
         bc = self.sc.broadcast(value)
         t1 = time.perf_counter()
         if mode.stateful:
+            sink = self._sink(self.states)
             new = self.states.mapPartitions(
-                # the new states carry their statistics, counted in the sweep's own pass
-                advance_partition(bc, mode.kernel(t), mode.statistics()),
+                # the statistics of the new states, counted in the sweep's own pass
+                advance_partition(bc, mode.kernel(t), mode.statistics(), sink),
                 preservesPartitioning=True,
             ).setName(f"sparklda {mode.name} block states (round {t + 1})")
             assert self.checkpointer is not None
             marked = self.checkpointer.update(new)
             self.states = new
-            out = self._gather(new, statistics_partition(mode.statistics()))
+            out = self._compute_states(new, mode.statistics(), sink)
             self.checkpointer.materialized()
             t2 = time.perf_counter()
             self.checkpointer.hold(bc)  # its lineage refers to bc until a checkpoint cuts it

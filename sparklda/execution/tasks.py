@@ -14,9 +14,11 @@ from ..kernels.warm import settle_heap
 from ..stats import TopicStats
 
 __all__ = [
+    "ByPartition",
     "advance_partition",
     "check_restored_state",
     "init_partition",
+    "sent_statistics",
     "stateless_partition",
     "statistics_partition",
 ]
@@ -67,45 +69,108 @@ def stateless_partition(source: Any, kernel: Callable) -> Callable[[Iterable], I
     return run
 
 
-def init_partition(source: Any, init_state: Callable) -> Callable[[Iterable], Iterator]:
-    """(block, state, seconds) for each block, ``state = init_state(value, block)``."""
+def init_partition(
+    source: Any, init_state: Callable, statistics: Callable | None = None, sink: Any = None
+) -> Callable[[Iterable], Iterator]:
+    """(block, state, seconds) for each block, ``state = init_state(value, block)``;
+    with ``statistics`` and ``sink``, the partial statistics of the states go to the
+    driver through ``sink`` (as in :func:`advance_partition`)."""
 
     def run(blocks):
         settle_heap()
         value = source.value if source is not None else None
+        partials: list = []
         for block in blocks:
             t0 = time.perf_counter()
             state = init_state(value, block)
-            yield block, state, time.perf_counter() - t0
+            seconds = time.perf_counter() - t0
+            if sink is not None and statistics is not None and block.n_docs:
+                partials.append(_partial(block, statistics, state, seconds))
+            yield block, state, seconds
+        if sink is not None:
+            _send(sink, partials)
 
     return run
 
 
+class ByPartition:
+    """The accumulator parameter of a round's statistics sink: a dict from a partition's
+    index to the list of its blocks' partials (:func:`advance_partition`). Adding
+    replaces a partition's entry, never sums it: a partition computed twice (a retry,
+    a speculative copy, a lost cached copy computed again) sends the same partials."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, value1, value2):  # PySpark's AccumulatorParam method name
+        value1.update(value2)
+        return value1
+
+
+def _partial(block, statistics: Callable, state, kernel_s: float) -> tuple:
+    """What a sink carries of one block: its terms, its statistics (packed), its
+    counts and timings."""
+    t0 = time.perf_counter()
+    packed = _pack(statistics(block, state))
+    extra = {"tokens": block.n_tokens, "docs": block.n_docs, "pairs": block.nnz}
+    return block.terms, packed, extra, kernel_s, time.perf_counter() - t0
+
+
+def _send(sink, partials: list) -> None:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    sink.add({context.partitionId() if context is not None else 0: partials})
+
+
+def sent_statistics(received: dict, n_partitions: int) -> list[TopicStats] | None:
+    """The partial statistics a sink received (:class:`ByPartition`), in partition
+    order as :func:`statistics_partition` yields them; None unless every one of the
+    ``n_partitions`` partitions sent its own."""
+    if any(i not in received for i in range(n_partitions)):
+        return None
+    return [
+        TopicStats(terms, _unpack(packed), extra, timings={"kernel": kernel_s, "stats": stats_s})
+        for i in range(n_partitions)
+        for terms, packed, extra, kernel_s, stats_s in received[i]
+    ]
+
+
 def advance_partition(
-    source: Any, kernel: Callable, statistics: Callable | None = None
+    source: Any, kernel: Callable, statistics: Callable | None = None, sink: Any = None
 ) -> Callable[[Iterable], Iterator]:
     """(block, new state, seconds) for each (block, state, …), ``kernel(value, block,
-    state)``. With ``statistics``, each item also carries the partial statistics of its
-    new state (None for an empty block), counted in the same pass while the block and its
-    state are at hand: :func:`statistics_partition` then passes them on instead of reading
-    the state again. They are a function of the block and its new state, so a partition
-    computed again (a retry, a lost cached copy) carries the same ones."""
+    state)``. With ``statistics``, the partial statistics of each new state are counted
+    in the same pass while the block and its state are at hand, and either sent through
+    ``sink`` (an accumulator of :class:`ByPartition`: the partition's list once its last
+    block is done; the job that computes the states then needs no second Python pass,
+    :func:`sent_statistics`) or, without a sink, carried by each item (None for an empty
+    block), which :func:`statistics_partition` then passes on instead of reading the
+    state again. They are a function of the block and its new state, so a partition
+    computed again (a retry, a lost cached copy) sends or carries the same ones."""
 
     def run(items):
         settle_heap()
         value = source.value
+        partials: list = []
         for block, state, *_ in items:
             t0 = time.perf_counter()
             new_state = kernel(value, block, state)
             kernel_s = time.perf_counter() - t0
             if statistics is None:
                 yield block, new_state, kernel_s
-                continue
-            packed = None
-            if block.n_docs:
-                t1 = time.perf_counter()
-                packed = _pack(statistics(block, new_state)), time.perf_counter() - t1
-            yield block, new_state, kernel_s, packed
+            elif sink is not None:
+                if block.n_docs:
+                    partials.append(_partial(block, statistics, new_state, kernel_s))
+                yield block, new_state, kernel_s
+            else:
+                packed = None
+                if block.n_docs:
+                    t1 = time.perf_counter()
+                    packed = _pack(statistics(block, new_state)), time.perf_counter() - t1
+                yield block, new_state, kernel_s, packed
+        if sink is not None:
+            _send(sink, partials)
 
     return run
 

@@ -87,19 +87,23 @@ def _gibbs_sweep(
     local: NDArray[np.int32],
     counts: NDArray[np.int64],
     z: NDArray[Any],
-    nphi: NDArray[np.float64],
+    nphi: NDArray[Any],
     nz: NDArray[np.float64],
     alpha: NDArray[np.float64],
     eta: float,
     w_eta: float,
     keys: NDArray[np.uint64],
     draws: NDArray[np.float64],
+    wtop: NDArray[Any],
 ) -> int:
     n_docs = indptr.shape[0] - 1
     n_terms, n_topics = nphi.shape
     injected = draws.shape[0] > 0
-    # each term's topics with N^Φ_wk > 0, sorted (SparseLDA's word lists)
-    wtop = np.empty((n_terms, n_topics), dtype=np.int32)
+    # each term's topics with N^Φ_wk > 0, sorted (SparseLDA's word lists, in ``wtop``: a
+    # (U, K) workspace of the assignments' dtype, uint16 up to 65535 topics; with the
+    # counts as int32 when they are whole numbers, the two tables a token's word reads
+    # take a third of the bytes of int32 lists and float64 counts: the sweep waits on
+    # memory more than it computes)
     wlen = np.zeros(n_terms, dtype=np.int64)
     for u in range(n_terms):
         m = 0
@@ -147,7 +151,7 @@ def _gibbs_sweep(
                 s -= alpha[old] * eta / den
                 r -= ndk[old] * eta / den
                 ndk[old] -= 1.0
-                nphi[u, old] -= 1.0
+                nphi[u, old] -= 1
                 nz[old] -= 1.0
                 den = nz[old] + w_eta
                 s += alpha[old] * eta / den
@@ -204,7 +208,7 @@ def _gibbs_sweep(
                 if nphi[u, new] <= 0:
                     wlen[u] = _insert_sorted(wtop[u], wlen[u], new)
                 ndk[new] += 1.0
-                nphi[u, new] += 1.0
+                nphi[u, new] += 1
                 nz[new] += 1.0
                 den = nz[new] + w_eta
                 s += alpha[new] * eta / den
@@ -238,7 +242,7 @@ def gibbs_sweep(
     local: NDArray[np.integer[Any]],
     counts: NDArray[Any],
     z: NDArray[Any],
-    nphi: NDArray[np.float64],
+    nphi: NDArray[Any],
     nz: NDArray[np.float64],
     alpha: float | NDArray[np.floating[Any]],
     eta: float,
@@ -260,10 +264,12 @@ def gibbs_sweep(
         numbers (any numeric dtype).
     z : uint16 or int32 array (tokens,), writable
         Each token's topic, pairs in order. **Updated in place.**
-    nphi : float64 array (U, K), C-contiguous, writable
+    nphi : float64 or int32 array (U, K), C-contiguous, writable
         N^Φ rows of the block's terms: the round's counts (which include this block's
         own assignments) plus, for seeded topics, their pseudo-counts. **Updated in
-        place** with the block's own changes (AD-LDA, Newman et al. 2009).
+        place** with the block's own changes (AD-LDA, Newman et al. 2009). Whole counts
+        may come as int32 (the same draws pick the same topics: an int32 count is
+        exact in float64), which the sweep reads faster.
     nz : float64 array (K,), writable
         N^Z, likewise (every term's counts, not only the block's). **Updated in place.**
     alpha : float or float array (K,)
@@ -286,8 +292,14 @@ def gibbs_sweep(
     cnt = int_counts(counts)
     if z.shape[0] != int(cnt.sum()):
         raise ValueError(f"z has {z.shape[0]} entries for {int(cnt.sum())} tokens.")
-    if nphi.dtype != np.float64 or nz.dtype != np.float64 or not nphi.flags.c_contiguous:
-        raise ValueError("nphi and nz must be float64 (nphi C-contiguous).")
+    if (
+        nphi.dtype not in (np.float64, np.int32)
+        or nz.dtype != np.float64
+        or not nphi.flags.c_contiguous
+    ):
+        raise ValueError("nphi must be float64 or int32 (C-contiguous) and nz float64.")
+    if nphi.dtype == np.int32 and nphi.size and int(nphi.max()) >= 2**31 - 1 - z.shape[0]:
+        raise ValueError("int32 nphi too close to 2^31 for this block's tokens: pass float64.")
     if draws is None:
         draws = np.zeros(0, dtype=np.float64)
         if keys is None or len(keys) != len(indptr) - 1:
@@ -310,6 +322,7 @@ def gibbs_sweep(
             float(w_eta),
             np.asarray(keys, dtype=np.uint64),
             np.ascontiguousarray(draws, dtype=np.float64),
+            np.empty(nphi.shape, dtype=assignment_dtype(n_topics)),
         )
     )
 
@@ -416,10 +429,12 @@ def topic_counts(
     counts: NDArray[Any],
     z: NDArray[Any],
     k: int,
-) -> NDArray[np.float64]:
-    """(n_rows, K) float64 counts of the tokens' topics, by the row each pair names:
-    ``block.local`` gives the word-topic counts of a block's terms (N^Φ rows), each
-    pair's document number its document-topic counts (N^Θ)."""
-    out = np.zeros((int(n_rows), int(k)), dtype=np.float64)
+    dtype: Any = np.float64,
+) -> NDArray[Any]:
+    """(n_rows, K) counts of the tokens' topics (float64, or ``dtype``: float32 is exact
+    below 2^24 tokens), by the row each pair names: ``block.local`` gives the
+    word-topic counts of a block's terms (N^Φ rows), each pair's document number its
+    document-topic counts (N^Θ)."""
+    out = np.zeros((int(n_rows), int(k)), dtype=dtype)
     _topic_counts(np.asarray(rows_of_pairs, dtype=np.int64), int_counts(counts), z, out)
     return out

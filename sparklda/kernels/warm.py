@@ -110,7 +110,11 @@ def _gibbs(dtype: np.dtype[Any]) -> None:
     z = gibbs_init(_INDPTR, _LOCAL, _COUNTS, _K, keys)
     gibbs_init(_INDPTR, _LOCAL, _COUNTS, _K, keys, np.full((2, _K), 0.5))
     nphi = topic_counts(_LOCAL, 2, _COUNTS, z, _K)
+    topic_counts(_LOCAL, 2, _COUNTS, z, _K, np.float32)  # the statistics' rows
     gibbs_sweep(_INDPTR, _LOCAL, _COUNTS, z, nphi, nphi.sum(0), 0.1, 0.01, 0.02, keys)
+    # whole counts as int32 (the mode's rows without seeded topics)
+    rows = nphi.astype(np.int32)
+    gibbs_sweep(_INDPTR, _LOCAL, _COUNTS, z, rows, nphi.sum(0), 0.1, 0.01, 0.02, keys)
 
 
 def _inference(dtype: np.dtype[Any]) -> None:

@@ -89,8 +89,12 @@ def sweep_fn(seed, t, alpha, eta, w_eta):
         nphi, nz, seed_terms, seed_rows = value
         z = np.array(z, copy=True)
         if block.nnz:
-            rows = np.ascontiguousarray(nphi[block.terms], dtype=np.float64)
-            add_seed_rows(rows, block.terms, seed_terms, seed_rows)
+            # the round's whole counts as int32 (the sweep waits on memory: the fewer
+            # bytes the better), float64 with pseudo-counts or counts near int32's end
+            rows = nphi[block.terms]
+            if len(seed_terms) or rows.dtype != np.int32 or rows.max() >= 2**31 - 1 - len(z):
+                rows = np.ascontiguousarray(rows, dtype=np.float64)
+                add_seed_rows(rows, block.terms, seed_terms, seed_rows)
             keys = doc_keys(seed, Stream.GIBBS_SWEEP + t, block.doc_ids)
             gibbs_sweep(
                 block.indptr,
@@ -114,10 +118,12 @@ def statistics_fn(k, alpha=None):
     Minka's statistics of its documents' sampled topic counts as K + 1 more columns."""
 
     def run(block: DocBlock, z):
-        rows = topic_counts(block.local, len(block.terms), block.counts, z, k)
         if alpha is None:
             # whole counts below 2^24 are exact in float32: half the bytes to merge
-            return rows.astype(np.float32) if block.n_tokens < EXACT_FLOAT32 else rows
+            exact = block.n_tokens < EXACT_FLOAT32
+            dtype = np.float32 if exact else np.float64
+            return topic_counts(block.local, len(block.terms), block.counts, z, k, dtype)
+        rows = topic_counts(block.local, len(block.terms), block.counts, z, k)
         docs = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
         ntheta = topic_counts(docs, block.n_docs, block.counts, z, k)
         num, den = doc_prior_stats(ntheta, alpha)

@@ -26,9 +26,10 @@ def test_preload_loads_the_kernels_in_both_dtypes_and_freezes_the_heap():
     out = subprocess.run(
         [sys.executable, "-c", PRELOADED], capture_output=True, text=True, check=True, env=env
     ).stdout.split()
-    # SCVB0's block kernel in float32 and float64; Gibbs's counts are float64 whatever
-    # the dtype, so one signature; the heap frozen; the modules a task needs imported
-    assert out == ["2", "1", "True", "True", "True", "True"]
+    # SCVB0's block kernel in float32 and float64; Gibbs's sweep with the round's counts
+    # as int32 (whole counts) and as float64 (seeded topics), whatever the dtype; the heap
+    # frozen; the modules a task needs imported
+    assert out == ["2", "2", "True", "True", "True", "True"]
 
 
 def test_the_sessions_workers_are_forked_by_sparklda_daemon(spark):

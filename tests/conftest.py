@@ -16,11 +16,15 @@ from tests.jvm_share import archive_path, jvm_options, start_archive
 #: replaced by :mod:`sparklda.daemon`, whose workers are forked with sparklda loaded (a
 #: worker whose task raised is not reused, and many tests raise on purpose: each new
 #: worker would import and load the kernels again). Test-only: the library and its jobs
-#: leave the JVM's and PySpark's defaults. (The cluster tests, whose executors import
-#: sparklda from the zip the driver ships, keep PySpark's daemon: ``JVM_OPTS`` only.)
+#: leave the JVM's, PySpark's and Spark SQL's defaults. (The cluster tests, whose
+#: executors import sparklda from the zip the driver ships, keep PySpark's daemon.)
 JVM_OPTS = jvm_options(archive_path())
 DAEMON_OPT = "-Dspark.python.daemon.module=sparklda.daemon"
-TEST_JVM_OPTS = f"{JVM_OPTS} {DAEMON_OPT}"
+#: Spark SQL's expressions interpreted, not compiled to Java (whole-stage or one by one):
+#: the same results (Spark tests both paths), and the tests' queries run on a few
+#: thousand rows each, where compiling a query costs more CPU than running it.
+SQL_OPTS = "-Dspark.sql.codegen.wholeStage=false -Dspark.sql.codegen.factoryMode=NO_CODEGEN"
+TEST_JVM_OPTS = f"{JVM_OPTS} {DAEMON_OPT} {SQL_OPTS}"
 if TEST_JVM_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
     os.environ["SPARK_SUBMIT_OPTS"] = (
         os.environ.get("SPARK_SUBMIT_OPTS", "") + " " + TEST_JVM_OPTS

@@ -893,6 +893,7 @@ class _FakeContext:
         return NS(get=lambda key, default=None: self._conf.get(key, default))
 
 
+@pytest.mark.slow
 def test_driver_memory_is_the_jvms_not_only_the_confs(spark):
     """spark-submit without --driver-memory starts a 1 GiB JVM that a builder's
     spark.driver.memory no longer changes: the report says so instead of the conf."""

@@ -121,6 +121,7 @@ def classic_corpus(spark, docword):
     corpus.unpersist()
 
 
+@pytest.mark.slow
 def test_corpus_knows_each_slices_terms(classic_corpus):
     """Corpus building reports each slice's distinct terms: the union of its blocks'."""
     blocks = _blocks(classic_corpus)
@@ -231,6 +232,7 @@ def test_other_errors_of_the_caching_apis_are_not_swallowed(spark, monkeypatch):
             call(frame, "the numbers")
 
 
+@pytest.mark.slow
 def test_exact_partition_column_puts_each_value_in_its_own_partition(spark):
     """Spark's hash partitioning is pmod(murmur3(key), n): the keys chosen in Python give
     value i partition i, for any n."""

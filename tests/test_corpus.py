@@ -146,7 +146,7 @@ def _blocks(corpus):
     [True, pytest.param(False, marks=pytest.mark.slow)],
     ids=["arrow-export", "mapInArrow"],
 )
-@pytest.mark.parametrize("id_col", ["id", None])
+@pytest.mark.parametrize("id_col", [pytest.param("id", marks=pytest.mark.slow), None])
 def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(
     spark, id_col, arrow_export, monkeypatch
 ):
@@ -780,7 +780,10 @@ def test_the_validation_pass_tells_how_many_documents_are_held_out():
     assert merge_holdout_keys(None, whole, by_count) is whole
 
 
-@pytest.mark.parametrize("holdout", [{"heldout_count": 7}, {"heldout_fraction": 0.2}])
+@pytest.mark.parametrize(
+    "holdout",
+    [{"heldout_count": 7}, pytest.param({"heldout_fraction": 0.2}, marks=pytest.mark.slow)],
+)
 def test_corpus_building_runs_two_jobs_whatever_is_held_out(spark, holdout):
     """Laid out by the executors (a corpus above ``local_layout``): validation (which
     also chooses the held-out documents) and one job that caches the training and the
@@ -869,7 +872,11 @@ def _jobs_of(sc, group, build):
 
 @pytest.mark.parametrize(
     "split",
-    [dict(heldout_count=17), dict(heldout_fraction=0.2), dict()],
+    [
+        pytest.param(dict(heldout_count=17), marks=pytest.mark.slow),
+        pytest.param(dict(heldout_fraction=0.2), marks=pytest.mark.slow),
+        dict(),
+    ],
     ids=["count", "fraction", "none"],
 )
 def test_a_small_corpus_is_laid_out_on_the_driver_with_the_executors_blocks(spark, split):
@@ -912,7 +919,7 @@ def test_a_small_corpus_is_laid_out_on_the_driver_with_the_executors_blocks(spar
         shuffled.unpersist()
 
 
-@pytest.mark.parametrize("algorithm", ["scvb0", "cvb0"])
+@pytest.mark.parametrize("algorithm", ["scvb0", pytest.param("cvb0", marks=pytest.mark.slow)])
 def test_the_model_is_the_same_whoever_lays_out_the_corpus(spark, algorithm, monkeypatch):
     """Training on blocks laid out on the driver gives the model of the executors' layout
     to the last bit, also for a mode whose block states live on the executors."""

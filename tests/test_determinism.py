@@ -282,6 +282,7 @@ print(digest_all())
 """
 
 
+@pytest.mark.slow
 def test_results_are_identical_across_processes():
     root = Path(__file__).resolve().parents[1]
     env = {

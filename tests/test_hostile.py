@@ -269,6 +269,7 @@ def _params(ck, **kw):
     return TrainParams(**{**base, "minibatch_size": 40, "passes": 1, "checkpoint_dir": ck, **kw})
 
 
+@pytest.mark.slow
 def test_resume_refuses_another_corpus_of_the_same_shape(spark, tmp_path):
     docs, v = planted_docs()
     ck = str(tmp_path / "ck")
@@ -287,7 +288,7 @@ def test_resume_refuses_another_corpus_of_the_same_shape(spark, tmp_path):
     assert more.report["resumed_after_round"] == more.report["rounds"] // 2
 
 
-@pytest.mark.parametrize("part", ["state", "arrays"])
+@pytest.mark.parametrize("part", ["state", pytest.param("arrays", marks=pytest.mark.slow)])
 def test_corrupt_checkpoint_is_a_clear_error(spark, tmp_path, part):
     """A checkpoint file cut in half (the state's JSON; the arrays' Parquet, a Java
     stack on main): a ModelPathError naming the directory."""

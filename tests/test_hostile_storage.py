@@ -56,7 +56,7 @@ def _race(n, save, hook_target, hook_name, monkeypatch):
     return results
 
 
-@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("overwrite", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_two_topic_model_saves_to_one_new_path_one_wins(spark, tmp_path, monkeypatch, overwrite):
     """Before: both saves took sequence 0, both committed, each deleted the other's version,
     and the path did not load. Now one commits, the other raises ConcurrentWriteError, and
@@ -273,6 +273,7 @@ def test_pipeline_model_saves_and_loads_at_a_path_with_glob_characters(spark, tm
     assert float(PipelineModel.load(path).stages[1].topicModel.topic_word[0, 0]) == 2.0
 
 
+@pytest.mark.slow
 def test_unfitted_pipeline_saves_and_loads_at_a_path_with_glob_characters(spark, tmp_path):
     """Before: ``Pipeline.load`` raised Spark's ``PATH_NOT_FOUND`` (as above)."""
     from pyspark.ml import Pipeline

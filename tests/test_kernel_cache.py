@@ -37,6 +37,7 @@ def test_every_kernel_declares_an_on_disk_cache():
     assert found >= 10
 
 
+@pytest.mark.slow
 def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
     cache = tmp_path / "numba-cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": ROOT}

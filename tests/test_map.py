@@ -257,6 +257,7 @@ def test_same_seed_same_model(source, short):
     assert not np.allclose(a.model.topic_word, c.model.topic_word)
 
 
+@pytest.mark.slow
 def test_the_model_does_not_depend_on_the_partitions_or_the_path(spark, source, short, tmp_path):
     """Jacobi updates (MLlib's EM): a block's iteration reads only the previous
     iteration's counts, never another block's changes, so one partition instead of

@@ -331,6 +331,7 @@ def test_unavailable_algorithm_is_named(spark, counted, monkeypatch):
         MODES.update(registry)
 
 
+@pytest.mark.slow
 def test_data_checks_before_any_job(spark, counted, fitted, words_df):
     from sparklda import LDA
     from sparklda.corpus import CorpusError
@@ -371,6 +372,7 @@ def test_data_checks_before_any_job(spark, counted, fitted, words_df):
 # Model API
 
 
+@pytest.mark.slow
 def test_model_api(spark, counted, fitted):
     cv, df = counted
     v = len(cv.vocabulary)

@@ -166,6 +166,7 @@ def test_progress_of_a_real_fit(spark):
     assert lines[-1].startswith(f"trained {res.report['rounds']} rounds")
 
 
+@pytest.mark.slow
 def test_the_dataframe_path_tells_the_same_phases(spark):
     from pyspark.ml.linalg import Vectors
 

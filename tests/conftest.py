@@ -11,6 +11,14 @@ import pytest
 
 from tests.jvm_share import archive_path, jvm_options, start_archive
 
+#: Bytecode caches on, for this process and every Python process the tests start (job
+#: subprocesses, Spark's Python daemons, notebook kernels): with ``PYTHONDONTWRITEBYTECODE``
+#: set (as in some images) each of them compiled sparklda's modules again, and each
+#: pytest-xdist worker rewrote and compiled every test module again (half of a worker's
+#: collection time). The caches are ``__pycache__`` directories, which git ignores.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 #: The JVM options of every JVM the tests start through spark-submit: C1-only compilation
 #: and a class-data sharing archive (tests/jvm_share.py), and PySpark's worker daemon
 #: replaced by :mod:`sparklda.daemon`, whose workers are forked with sparklda loaded (a
@@ -45,6 +53,12 @@ def pytest_configure(config):
         _archive_thread = start_archive(archive)
     if not (config.option.collectonly or getattr(config.option, "help", False)):
         _compile_kernels()
+        import compileall
+
+        import sparklda
+
+        # sparklda's bytecode, once, before the workers and their Spark processes import it
+        compileall.compile_dir(os.path.dirname(sparklda.__file__), quiet=1)
 
 
 def _compile_kernels() -> None:

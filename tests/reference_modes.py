@@ -511,3 +511,9 @@ def gibbs_init(indptr, local, counts, k_topics, draws, phi=None, alpha=0.1):
                 z.append(new)
                 t += 1
     return np.array(z)
+
+
+def count_refresh(new, old):
+    """N^Z, the total change and the largest count of a sweep's new counts, in numpy."""
+    new, old = np.asarray(new, dtype=np.float64), np.asarray(old, dtype=np.float64)
+    return new.sum(axis=0), float(np.abs(new - old).sum()), float(new.max(initial=0))

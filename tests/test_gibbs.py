@@ -14,14 +14,18 @@ import pytest
 from scipy.stats import chisquare
 
 from sparklda.api import fit
+from sparklda.block import DocBlock
 from sparklda.kernels.gibbs import (
     assignment_dtype,
+    count_refresh,
     gibbs_init,
     gibbs_sweep,
     int_counts,
+    shipped_counts,
     topic_counts,
 )
 from sparklda.kernels.random import doc_keys, uniform_matrix
+from sparklda.modes.gibbs import sweep_fn
 from sparklda.params import TrainParams
 from tests import reference_modes as ref
 from tests.helpers import KOS_DOCWORD, KOS_VOCAB, assert_recovers_planted, planted_source
@@ -100,6 +104,51 @@ def test_whole_counts_as_int32_sample_as_float64():
         gibbs_sweep(
             indptr, local, counts, z32, near_end, nz.astype(float), 0.2, 0.05, 2.0, draws=draws
         )
+
+
+def test_the_drivers_count_pass_matches_numpy():
+    """N^Z, the change measure and the largest count from one pass: numpy's figures."""
+    rng = np.random.default_rng(3)
+    old = rng.integers(0, 70, (40, 6)).astype(np.float64)
+    new = rng.integers(0, 70, (40, 6)).astype(np.float64)
+    new[5] = 0.0  # a term no block holds any more
+    nz, change, top = count_refresh(new, old)
+    ref_nz, ref_change, ref_top = ref.count_refresh(new, old)
+    np.testing.assert_array_equal(nz, ref_nz)
+    assert (change, top) == (ref_change, ref_top)
+    with pytest.raises(ValueError, match="shape"):
+        count_refresh(new, old[:3])
+
+
+@pytest.mark.parametrize(
+    ("top", "dtype"), [(65535, np.uint16), (65536, np.int32), (2**31, np.float64)]
+)
+def test_counts_ship_in_the_smallest_exact_dtype(top, dtype):
+    nphi = np.array([[0.0, 3.0], [float(top), 1.0]])
+    shipped = shipped_counts(nphi, float(top))
+    assert shipped.dtype == dtype
+    np.testing.assert_array_equal(shipped, nphi)
+
+
+def test_a_sweep_on_uint16_counts_is_the_sweep_on_int32_counts():
+    """A block's rows shipped as uint16 are widened before the sweep: the same topics as
+    from int32 rows, even where the block's changes take a count past 65535."""
+    indptr, local, counts, z, nphi, nz = block_fixture(11)
+    nphi[:, 0] += 65535 - nphi[:, 0].max()  # a count at uint16's end, to be exceeded
+    nz = nphi.sum(0) + 5
+    block = DocBlock(
+        np.arange(len(indptr) - 1, dtype=np.int64),
+        indptr,
+        np.arange(10, dtype=np.int32),
+        local,
+        counts,
+    )
+    run = sweep_fn(5, 2, np.full(6, 0.2), 0.05, 0.5)
+    empty = (np.zeros(0, np.int64), np.zeros((0, 6)))
+    z16 = run((nphi.astype(np.uint16), nz, *empty), block, z)
+    z32 = run((nphi.astype(np.int32), nz, *empty), block, z)
+    np.testing.assert_array_equal(z16, z32)
+    assert not np.array_equal(z16, z)
 
 
 def test_the_buckets_add_up_to_eq52():

@@ -71,6 +71,10 @@ def run_sparklda(bc, k, sweeps, seed=0):
         "sweep_s_mean": float(np.mean(rounds[1:])),
         "task_kernel_max_s_median": float(np.median(kernels[1:])),
         "job_s_median": float(np.median(jobs[1:])),
+        # the driver's side of a round: the round value shipped, the counts updated
+        "ship_s_median": float(np.median([r.get("ship_s") or 0.0 for r in res.rounds[1:]])),
+        "update_s_median": float(np.median([r.get("update_s") or 0.0 for r in res.rounds[1:]])),
+        "shipped_bytes": res.rounds[-1].get("shipped_bytes"),
         "tasks": res.rounds[-1].get("tasks"),
         "fit_wall_s": wall,
         "partitions": res.report["mode"].get("partitions") or res.rounds[-1].get("partitions"),

@@ -22,6 +22,10 @@ difference of the two wall times over I2 − I1 (the graph's construction and th
 model's collection cancel out); the held-out score is the I2 fit's. MLlib's EM
 checkpoints its graph every ``checkpointInterval`` iterations (10) into the
 SparkContext's checkpoint folder: set to a temporary folder when none is.
+Both are timed after a warm-up (unless ``--map-no-warm-up``): an untimed sparklda
+fit of 2 iterations (numba's compilation, the Python workers' start) and an untimed
+MLlib fit of 1 iteration (the JVM's compilation of GraphX's EM) come first, so
+neither system's figure counts compiling its code.
 """
 
 from __future__ import annotations

@@ -438,3 +438,42 @@ def topic_counts(
     out = np.zeros((int(n_rows), int(k)), dtype=dtype)
     _topic_counts(np.asarray(rows_of_pairs, dtype=np.int64), int_counts(counts), z, out)
     return out
+
+
+@numba.njit(**JIT_OPTIONS)
+def _count_refresh(new: NDArray[Any], old: NDArray[Any], nz: NDArray[np.float64]) -> Any:
+    change = 0.0
+    top = 0.0
+    for w in range(new.shape[0]):
+        for k in range(new.shape[1]):
+            x = new[w, k]
+            nz[k] += x
+            change += abs(x - old[w, k])
+            if x > top:
+                top = x
+    return change, top
+
+
+def count_refresh(
+    new: NDArray[np.float64], old: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], float, float]:
+    """One pass over a sweep's new counts N^Φ (V, K) against the previous ones:
+    ``(N^Z, Σ|new − old|, max new)``. The counts are whole numbers, so every sum is
+    exact in float64 whatever its order: the same figures as ``new.sum(axis=0)``,
+    ``np.abs(new − old).sum()`` and ``new.max()``, without their V × K temporaries."""
+    if new.shape != old.shape:
+        raise ValueError(f"new counts {new.shape} and old counts {old.shape} differ in shape")
+    nz = np.zeros(new.shape[1], dtype=np.float64)
+    change, top = _count_refresh(new, old, nz)
+    return nz, float(change), float(top)
+
+
+def shipped_counts(nphi: NDArray[np.float64], top: float) -> NDArray[Any]:
+    """Whole counts N^Φ in the smallest exact dtype given their maximum ``top``: uint16
+    up to 65535, int32 below 2^31 − 1, else float64 as they are (a sweep reads its rows
+    of N^Φ from memory: the fewer bytes the better)."""
+    if top <= np.iinfo(np.uint16).max:
+        return nphi.astype(np.uint16)
+    if top < 2**31 - 1:
+        return nphi.astype(np.int32)
+    return nphi

@@ -10,7 +10,7 @@ the executor like CVB0's γ. The driver keeps the exact counts N^Φ (V×K) and N
 A round is one sweep over every partition (``rounds_per_pass`` = 1, so ``passes``
 counts sweeps):
 
-1. the driver ships N^Φ (int32 while the counts fit, else float64) and N^Z as they
+1. the driver ships N^Φ (uint16 or int32 while the counts fit, else float64) and N^Z as they
    stood after the previous sweep (and the seeded topics' pseudo-counts);
 2. each block copies its assignments and sweeps every token against those counts plus
    its own changes (AD-LDA): its rows of N^Φ start at the round's values, which
@@ -48,7 +48,14 @@ import logging
 import numpy as np
 
 from ..block import DocBlock
-from ..kernels.gibbs import assignment_dtype, gibbs_init, gibbs_sweep, topic_counts
+from ..kernels.gibbs import (
+    assignment_dtype,
+    count_refresh,
+    gibbs_init,
+    gibbs_sweep,
+    shipped_counts,
+    topic_counts,
+)
 from ..kernels.priors import doc_prior_stats
 from ..kernels.random import Stream, doc_keys
 from ..stats import normalize_topics
@@ -92,6 +99,8 @@ def sweep_fn(seed, t, alpha, eta, w_eta):
             # the round's whole counts as int32 (the sweep waits on memory: the fewer
             # bytes the better), float64 with pseudo-counts or counts near int32's end
             rows = nphi[block.terms]
+            if rows.dtype == np.uint16:  # shipped small: widened for the block's changes
+                rows = rows.astype(np.int32)
             if len(seed_terms) or rows.dtype != np.int32 or rows.max() >= 2**31 - 1 - len(z):
                 rows = np.ascontiguousarray(rows, dtype=np.float64)
                 add_seed_rows(rows, block.terms, seed_terms, seed_rows)
@@ -156,6 +165,8 @@ class Gibbs(StatefulMode[Assignments]):
         #: the Minka statistics of the sweeps since α's last step, and how many sweeps
         self.alpha_pool: np.ndarray | None = None
         self.alpha_pooled = 0
+        #: the largest count of N^Φ, when known from the last update's pass
+        self.nphi_top: float | None = None
         log.info(
             "GIBBS keeps a topic per token for %d tokens in %s: %.1f MB in the cached blocks",
             corpus.n_train_tokens,
@@ -195,19 +206,23 @@ class Gibbs(StatefulMode[Assignments]):
     def set_initial(self, stats):
         self.nphi = self._stat_rows(stats)[0]
         self.nz = self.nphi.sum(axis=0)
+        self.nphi_top = None
         self.initial_topic_word = None
 
     # -- per round -------------------------------------------------------
     def _stat_rows(self, stats):
-        rows = stats.to_dense(self.v).rows
         if not self.params.optimize_alpha:
-            return np.ascontiguousarray(rows, dtype=np.float64), None
-        return split_extras(rows, self.k)
+            # made dense and float64 in one scatter (the rows come as float32 when exact)
+            rows = np.zeros((self.v, stats.rows.shape[1]), dtype=np.float64)
+            rows[stats.terms] = stats.rows
+            return rows, None
+        return split_extras(stats.to_dense(self.v).rows, self.k)
 
     def round_value(self, t):
         nphi = self.nphi
-        # the counts are whole numbers: int32 ships them exactly in half the bytes
-        shipped = nphi.astype(np.int32) if nphi.max(initial=0) < 2**31 - 1 else nphi
+        # the counts are whole numbers: uint16 or int32 ship them exactly in fewer bytes
+        top = self.nphi_top if self.nphi_top is not None else float(nphi.max(initial=0))
+        shipped = shipped_counts(nphi, top)
         nz = self.nz.copy()
         if self.seeds.active:
             nz += self.seeds.totals()
@@ -220,7 +235,8 @@ class Gibbs(StatefulMode[Assignments]):
     def update(self, stats, t):
         old = self.nphi
         self.nphi, extras = self._stat_rows(stats)
-        self.nz = self.nphi.sum(axis=0)
+        # N^Z, the change and the largest count in one pass (no V × K temporaries)
+        self.nz, change, self.nphi_top = count_refresh(self.nphi, old)
         if t >= self.average_from:
             if self.avg_sum is None:
                 self.avg_sum = np.zeros_like(self.nphi)
@@ -231,7 +247,7 @@ class Gibbs(StatefulMode[Assignments]):
         tokens = self.count_seen(stats)
         return {
             # at least this share of the tokens changed topic (moves within a term cancel)
-            "nphi_change": float(np.abs(self.nphi - old).sum() / (2 * max(tokens, 1.0))),
+            "nphi_change": change / (2 * max(tokens, 1.0)),
             "partitions": self.n_partitions,
             "averaged_sweeps": self.avg_count,
             **self.priors.report(),
@@ -276,6 +292,7 @@ class Gibbs(StatefulMode[Assignments]):
         super().restore(state)
         self.nphi = np.array(state["nphi"], dtype=np.float64)
         self.nz = self.nphi.sum(axis=0)
+        self.nphi_top = None
         self.avg_count, self.avg_sum = 0, None
         if int(state.get("average_from", -1)) == self.average_from and "avg_sum" in state:
             self.avg_count = int(state["avg_count"])

@@ -146,7 +146,8 @@ def _blocks(corpus):
     [True, pytest.param(False, marks=pytest.mark.slow)],
     ids=["arrow-export", "mapInArrow"],
 )
-@pytest.mark.parametrize("id_col", [pytest.param("id", marks=pytest.mark.slow), None])
+@pytest.mark.slow
+@pytest.mark.parametrize("id_col", ["id", None])
 def test_from_vectors_reads_packs_the_same_documents_as_row_by_row(
     spark, id_col, arrow_export, monkeypatch
 ):
@@ -707,7 +708,7 @@ def test_heldout_count_at_least_the_documents_fails_before_training(spark):
     assert recorder.corpus is None and recorder.rounds == []
 
 
-@pytest.mark.parametrize("path", ["rdd", "dataframe"])
+@pytest.mark.parametrize("path", ["rdd", pytest.param("dataframe", marks=pytest.mark.slow)])
 def test_default_minibatch_follows_the_training_documents(spark, monkeypatch, path):
     """With ``minibatch_size`` 0 the corpus is cut for at most MAX_DEFAULT_ROUNDS_PER_PASS
     rounds a pass, counted on the training documents (held-out ones excluded), on both

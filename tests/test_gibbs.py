@@ -340,6 +340,7 @@ def test_warm_start_keeps_the_topics(source, trained):
     assert res.evaluations[-1]["heldout_loglik"] > trained.evaluations[-1]["heldout_loglik"] - 0.02
 
 
+@pytest.mark.slow
 def test_seeded_topics_pull_their_words(source):
     """Words 0-2 of planted block 0 seeded into topic 3, words of block 1 into topic 0:
     the planted blocks land in the seeded topics."""

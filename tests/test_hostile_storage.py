@@ -56,7 +56,8 @@ def _race(n, save, hook_target, hook_name, monkeypatch):
     return results
 
 
-@pytest.mark.parametrize("overwrite", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("overwrite", [False, True])
 def test_two_topic_model_saves_to_one_new_path_one_wins(spark, tmp_path, monkeypatch, overwrite):
     """Before: both saves took sequence 0, both committed, each deleted the other's version,
     and the path did not load. Now one commits, the other raises ConcurrentWriteError, and
@@ -245,10 +246,11 @@ def _fitted_pipeline(value: float):
     return PipelineModel([cv, LDAModel(small_model(value))])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
     # braces and commas: the same code path as brackets, escaped by literal_path (above)
-    [GLOB_DIRS[0], pytest.param(GLOB_DIRS[1], marks=pytest.mark.slow)],
+    GLOB_DIRS[:2],
 )
 def test_pipeline_model_saves_and_loads_at_a_path_with_glob_characters(spark, tmp_path, name):
     """Before: the save reported success and ``PipelineModel.load`` raised Spark's

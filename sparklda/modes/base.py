@@ -40,7 +40,7 @@ import numpy as np
 
 from ..kernels.random import Stream
 from ..params import TrainParams
-from ..stats import TopicStats
+from ..stats import TopicStats, normalize_topics
 from .priors import Priors
 from .seeds import Seeds
 
@@ -209,9 +209,17 @@ class StatefulMode(Mode, Generic[S]):
         """Every partition."""
         return list(range(self.n_partitions))
 
+    @property
+    def rounds_per_pass(self) -> int:
+        """One: every round sweeps every block."""
+        return 1
+
     def init_value(self) -> Any:
-        """The value :meth:`init_state` reads (for example a warm start's φ̂)."""
-        return None
+        """The value :meth:`init_state` reads: a warm start's φ̂ in the mode's dtype, or
+        None."""
+        if self.initial_topic_word is None:
+            return None
+        return normalize_topics(self.initial_topic_word, self.params.eta).astype(self.dtype)
 
     @abstractmethod
     def init_state(self) -> Callable[[Any, Any], S]:

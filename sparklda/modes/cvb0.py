@@ -63,7 +63,6 @@ from ..kernels import cvb0_block, cvb0_init_gamma, foldin_block, uniform_matrix
 from ..kernels.priors import doc_prior_stats
 from ..kernels.random import Stream
 from ..params import DEFAULT_ALPHA
-from ..stats import normalize_topics
 from .base import StatefulMode
 from .priors import split_extras, with_extras
 
@@ -244,17 +243,7 @@ class CVB0(StatefulMode[Gamma]):
             self.gamma_bytes,
         )
 
-    # -- the round plan --------------------------------------------------
-    @property
-    def rounds_per_pass(self) -> int:
-        return 1
-
     # -- initial state ----------------------------------------------------
-    def init_value(self):
-        if self.initial_topic_word is None:
-            return None
-        return normalize_topics(self.initial_topic_word, self.params.eta).astype(self.dtype)
-
     def init_state(self):
         # CVB: half of each pair's γ random: from the fold-in start alone its second-order
         # updates fell into a local mode on planted data (tests/test_modes.py)

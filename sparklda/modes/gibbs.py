@@ -176,10 +176,6 @@ class Gibbs(StatefulMode[Assignments]):
 
     # -- the round plan --------------------------------------------------
     @property
-    def rounds_per_pass(self) -> int:
-        return 1
-
-    @property
     def average_from(self) -> int:
         """The first round whose counts join the average of ``topic_word``."""
         return max(0, int(self.params.passes) - int(self.params.gibbs_average))
@@ -190,6 +186,7 @@ class Gibbs(StatefulMode[Assignments]):
 
     # -- initial state ----------------------------------------------------
     def init_value(self):
+        # float64 whatever the dtype: the counts' rows are (StatefulMode's is in the dtype)
         if self.initial_topic_word is None:
             return None
         return normalize_topics(self.initial_topic_word, self.params.eta)

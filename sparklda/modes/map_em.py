@@ -50,7 +50,6 @@ import numpy as np
 
 from ..block import DocBlock
 from ..kernels import map_block
-from ..stats import normalize_topics
 from .base import StatefulMode
 from .cvb0 import doc_sums, initial_gamma, pair_sums
 
@@ -157,17 +156,7 @@ class MAP(StatefulMode[DocTopics]):
     def w_eta(self) -> float:
         return self.v * self.eta
 
-    # -- the round plan --------------------------------------------------
-    @property
-    def rounds_per_pass(self) -> int:
-        return 1
-
     # -- initial state ----------------------------------------------------
-    def init_value(self):
-        if self.initial_topic_word is None:
-            return None
-        return normalize_topics(self.initial_topic_word, self.params.eta).astype(self.dtype)
-
     def init_state(self):
         return init_state_fn(self.params.seed, self.v, self.k, self.dtype, self.alpha.copy())
 

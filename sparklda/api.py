@@ -168,9 +168,7 @@ def transform(
     (:func:`~sparklda.inference.transform_dataframe`), other bad documents
     raise at the action, inside :func:`sparklda.errors.executor_errors` as
     :class:`~sparklda.errors.CorpusError`."""
-    return transform_dataframe(
-        model.topics_matrix(), model.alpha, df, features_col, output_col, max_iter
-    )
+    return transform_dataframe(model.phi(), model.alpha, df, features_col, output_col, max_iter)
 
 
 def source_from_config(spark, cfg: dict) -> DocSource:

@@ -20,13 +20,16 @@ from typing import Any
 
 from .errors import ModelFormatError, ModelPathError, ParamError, SparkLDAError
 from .execution import backend_of
+from .execution.topics import read_chunks
 from .params import TrainParams
 from .storage import CommittedDir, join_state, split_state
 
 log = logging.getLogger("sparklda.checkpoint")
 
 KIND = "sparklda.Checkpoint"
-FORMAT_VERSION = 1
+#: 2: the model's V×K state may be written by the executors holding it (``shards``,
+#: named by ``sharded_state``); 1: every array in ``arrays``.
+FORMAT_VERSION = 2
 
 #: Parameters that may change between a run and its resumption: how long to train (and
 #: when to stop early), how often to evaluate or checkpoint, where partials merge (the
@@ -160,14 +163,18 @@ class TrainingCheckpoints:
         info = {"round": rounds_done}
         with self.dir.write(info, overwrite=True, what="checkpoint", check=False) as staged:
             base = staged.path
+            sharded = mode.sharded_key if mode.state_on_executors() else None
             scalars, arrays = split_state(mode.state())
             files.write_arrays(f"{base}/arrays", arrays)
+            if sharded:  # the V×K state, written by the executors holding it
+                executor.save_shards(f"{base}/shards")
             if mode.stateful:
                 executor.save_states(f"{base}/blocks")
             files.write_json(
                 f"{base}/state",
                 {
-                    "format_version": FORMAT_VERSION,
+                    "format_version": FORMAT_VERSION if sharded else 1,
+                    "sharded_state": sharded,
                     "round": rounds_done,
                     "mode": mode.name,
                     "fingerprint": self.fingerprint,
@@ -245,11 +252,27 @@ class TrainingCheckpoints:
                 + "; ".join(diff)
                 + ")."
             )
-        mode.restore(join_state(saved["scalars"], files.read_arrays(f"{base}/arrays")))
+        state = join_state(saved["scalars"], files.read_arrays(f"{base}/arrays"))
+        key = saved.get("sharded_state")
+        if key:
+            state[key] = self._read_shards(mode, executor, f"{base}/shards")
+        mode.restore(state)
         if mode.stateful:
             executor.load_states(mode, f"{base}/blocks")
         log.info("resuming %s after round %d from %s", mode.name, saved["round"], base)
         return int(saved["round"]), saved.get("history", {})
+
+    def _read_shards(self, mode, executor, path: str):
+        """A checkpoint's sharded state: cut into the executor's shards when the executors
+        hold the model, else the array (the driver placement holds it anyway)."""
+        v, k = int(mode.corpus.vocab_size), int(self.params.k)
+        if getattr(mode, "sharded", False) and hasattr(executor, "load_shards"):
+            return executor.load_shards(path, k)
+        shards = read_chunks(self.dir.files.spark, path, v, k, 1)
+        try:
+            return shards.collect(shards.nbytes)
+        finally:
+            shards.unpersist()
 
     def remove(self) -> None:
         """Delete the checkpoints (``keep_checkpoint=False`` after success)."""

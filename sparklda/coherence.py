@@ -313,7 +313,7 @@ class CorpusCoherence:
 
 
 def coherence(
-    phi: np.ndarray,
+    phi: np.ndarray | None,
     data,
     measure: str = "u_mass",
     top_n: int = 10,
@@ -321,8 +321,11 @@ def coherence(
     tokens_col: str | None = None,
     vocab: list | None = None,
     window: int | None = None,
+    top_indices: np.ndarray | None = None,
 ) -> list[float]:
-    """Coherence of each topic (columns of ``phi``, V × K) on ``data``, in topic order.
+    """Coherence of each topic (columns of ``phi``, V × K) on ``data``, in topic order;
+    with ``top_indices`` (K, n), those term ids best first instead of ``phi``'s top
+    ``top_n`` (a model held on the executors finds them there).
 
     ``data`` is a DataFrame (vectors in ``features_col``, or token arrays in
     ``tokens_col``) or a :class:`~sparklda.corpus.DocSource`. ``u_mass`` counts whole
@@ -331,7 +334,11 @@ def coherence(
     token order).
     """
     check_measure(measure, top_n, window)
-    needed, top = top_terms(np.asarray(phi), top_n)
+    if top_indices is not None:
+        needed = np.unique(top_indices)
+        top = np.searchsorted(needed, top_indices).astype(np.int64)
+    else:
+        needed, top = top_terms(np.asarray(phi), top_n)
     sliding = measure == "c_npmi" and tokens_col is not None
     if isinstance(data, DocSource):
         if tokens_col is not None:

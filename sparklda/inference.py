@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from .block import DocBlock
-from .corpus import check_output_column, check_vector_column, vector_size
+from .corpus import check_output_column, check_vector_column, vector_size, vector_to_arrays
 from .errors import CorpusError
 from .execution import backend_for
+from .execution.topics import ShardedTopics
 from .kernels import foldin_block
 from .kernels.warm import settle_heap
 from .vectors import arrow_vectors
@@ -58,7 +59,7 @@ def topic_value(spark, phi: np.ndarray):
 
 
 def transform_dataframe(
-    phi: np.ndarray,
+    phi: np.ndarray | ShardedTopics,
     alpha: float | np.ndarray,
     df,
     features_col: str = "features",
@@ -82,6 +83,8 @@ def transform_dataframe(
 
     check_vector_column(df, features_col)
     check_output_column(df, output_col)
+    if isinstance(phi, ShardedTopics):
+        return transform_sharded(phi, alpha, df, features_col, output_col, max_iter)
     v = phi.shape[0]
     size = vector_size(df, features_col)
     if size is not None and size != v:
@@ -117,3 +120,61 @@ def transform_dataframe(
 
     schema = StructType(df.schema.fields + [StructField(output_col, VectorUDT(), True)])
     return df.mapInArrow(run, schema)
+
+
+def transform_sharded(
+    phi: ShardedTopics,
+    alpha: float | np.ndarray,
+    df,
+    features_col: str = "features",
+    output_col: str = "topicDistribution",
+    max_iter: int = 100,
+):
+    """:func:`transform_dataframe` with φ̂ held on the executors (a classic session): each
+    partition of ``df``'s rows asks the shards for the rows of its documents' terms
+    (:meth:`ShardedTopics.serve`, as a round's tasks do) and folds its documents in
+    against them, one block a partition (fold-in is per document: the θ of the
+    broadcast path). ``df`` is read twice (the terms asked, then the documents): it must
+    give the same rows both times, as any DataFrame of stored data does."""
+    from pyspark.ml.linalg import DenseVector, VectorUDT
+    from pyspark.sql.types import StructField, StructType
+
+    v = phi.vocab_size
+    size = vector_size(df, features_col)
+    if size is not None and size != v:
+        raise CorpusError(
+            f"Vectors in column {features_col!r} have size {size} but the model's "
+            f"vocabulary has {v} terms."
+        )
+    alpha = np.asarray(alpha, dtype=np.float64)
+    alpha = float(alpha) if alpha.ndim == 0 else alpha
+    what = f"column {features_col!r} (featuresCol)"
+    col = df.columns.index(features_col)
+
+    def docs_of(rows):
+        out = []
+        for i, row in enumerate(rows):
+            idx, val = vector_to_arrays(row[col], v, what, i, "the model's vocabulary size")
+            out.append((i, idx[val > 0], val[val > 0]))
+        return out
+
+    def terms_of(rows):
+        parts = [d[1] for d in docs_of(rows)]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def run(pair):
+        rows, served = pair
+        if not rows:
+            return []
+        settle_heap()
+        block = DocBlock.from_docs(docs_of(rows), dtype=np.float64)
+        theta = foldin_block(
+            block.indptr, block.local, block.counts, served[block.terms], alpha, max_iter
+        )
+        if len(theta) != len(rows):  # pragma: no cover - from_docs keeps every document
+            raise AssertionError("fold-in lost documents")
+        return [(*row, DenseVector(theta[i])) for i, row in enumerate(rows)]
+
+    out = phi.serve(df.rdd, terms_of).flatMap(run)
+    schema = StructType(df.schema.fields + [StructField(output_col, VectorUDT(), True)])
+    return df.sparkSession.createDataFrame(out, schema)

@@ -16,6 +16,7 @@ from ._version import __version__
 from .coherence import coherence as _coherence
 from .errors import ModelFormatError, SparkLDAError, executor_errors
 from .evaluation import heldout_loglik
+from .execution.topics import ShardedTopics, driver_model_limit
 from .inference import transform_dataframe
 from .stats import normalize_topics
 from .storage import CommittedDir, SparkFiles, literal_path, parse_json
@@ -39,16 +40,23 @@ class TopicModel:
     """
 
     def __init__(self, topic_word, alpha, eta: float, vocab=None, metadata=None):
-        self.topic_word = np.asarray(topic_word, dtype=np.float64)
-        if self.topic_word.ndim != 2:
-            raise ValueError("topic_word must be a (vocabulary size, k) matrix")
+        #: the statistics held on the executors (a model trained with
+        #: model_placement="executors", or loaded above MAX_DRIVER_MODEL_CONF), else None
+        self.shards: ShardedTopics | None = None
+        self._topic_word: np.ndarray | None = None
+        if isinstance(topic_word, ShardedTopics):
+            self.shards = topic_word
+        else:
+            self._topic_word = np.asarray(topic_word, dtype=np.float64)
+            if self._topic_word.ndim != 2:
+                raise ValueError("topic_word must be a (vocabulary size, k) matrix")
+        k = self.k
         a = np.asarray(alpha, dtype=np.float64)
         if a.ndim == 0:
-            a = np.full(self.topic_word.shape[1], float(a))
-        if a.shape != (self.topic_word.shape[1],):
+            a = np.full(k, float(a))
+        if a.shape != (k,):
             raise ValueError(
-                f"alpha must be a number or a vector of k={self.topic_word.shape[1]} values, "
-                f"got shape {a.shape}"
+                f"alpha must be a number or a vector of k={k} values, got shape {a.shape}"
             )
         self.alpha = a
         self.eta = float(eta)
@@ -60,12 +68,35 @@ class TopicModel:
         self.metadata = dict(metadata or {})
 
     @property
+    def sharded(self) -> bool:
+        """Whether the statistics are held on the executors (:attr:`shards`)."""
+        return self.shards is not None
+
+    @property
+    def statistics(self) -> np.ndarray | ShardedTopics:
+        """The statistics as held: the (V, K) array, or the shards."""
+        if self.shards is not None:
+            return self.shards
+        assert self._topic_word is not None
+        return self._topic_word
+
+    @property
+    def topic_word(self) -> np.ndarray:
+        """The (V, K) statistics; a sharded model's are collected, which is refused above
+        the Spark property ``spark.sparklda.driver.maxModelBytes``
+        (:func:`~sparklda.execution.topics.driver_model_limit`)."""
+        if self.shards is not None:
+            return self.shards.collect(what="The model's topic-word statistics")
+        assert self._topic_word is not None
+        return self._topic_word
+
+    @property
     def k(self) -> int:
-        return self.topic_word.shape[1]
+        return self.statistics.shape[1]
 
     @property
     def vocab_size(self) -> int:
-        return self.topic_word.shape[0]
+        return self.statistics.shape[0]
 
     @property
     def symmetric_alpha(self) -> bool:
@@ -77,8 +108,15 @@ class TopicModel:
         return float(self.alpha[0]) if self.symmetric_alpha else self.alpha
 
     def topics_matrix(self) -> np.ndarray:
-        """φ̂ as a (V, K) matrix whose column k is topic k's distribution over terms."""
+        """φ̂ as a (V, K) matrix whose column k is topic k's distribution over terms (a
+        sharded model's is collected only up to ``spark.sparklda.driver.maxModelBytes``)."""
+        if self.shards is not None:
+            return normalize_topics(self.shards.collect(what="The topics matrix"), self.eta)
         return normalize_topics(self.topic_word, self.eta)
+
+    def phi(self) -> np.ndarray | ShardedTopics:
+        """φ̂ where the statistics are: the array, or computed on the shards."""
+        return self.shards.phi(self.eta) if self.shards is not None else self.topics_matrix()
 
     def describe_topics(self, max_terms: int = 10) -> list[dict]:
         """Top terms per topic: dicts of topic, termIndices, termWeights, terms."""
@@ -87,20 +125,22 @@ class TopicModel:
                 f"The 'maxTermsPerTopic' parameter must be an int in the range "
                 f"[1, inf). Got {max_terms!r} instead."
             )
-        phi = self.topics_matrix()
         n = min(max_terms, self.vocab_size)
-        out = []
-        for k in range(self.k):
-            idx = np.argsort(-phi[:, k], kind="stable")[:n]
-            out.append(
-                {
-                    "topic": k,
-                    "termIndices": [int(i) for i in idx],
-                    "termWeights": [float(phi[i, k]) for i in idx],
-                    "terms": [self.vocab[i] for i in idx] if self.vocab else None,
-                }
-            )
-        return out
+        if self.shards is not None:  # each shard's top terms, merged (no V×K collect)
+            top, weights = self.shards.phi(self.eta).top_terms(n)
+        else:
+            phi = self.topics_matrix()
+            top = np.stack([np.argsort(-phi[:, k], kind="stable")[:n] for k in range(self.k)])
+            weights = np.take_along_axis(phi.T, top, axis=1)
+        return [
+            {
+                "topic": k,
+                "termIndices": [int(i) for i in top[k]],
+                "termWeights": [float(w) for w in weights[k]],
+                "terms": [self.vocab[i] for i in top[k]] if self.vocab else None,
+            }
+            for k in range(self.k)
+        ]
 
     def format_topics(self, max_terms: int = 10) -> str:
         lines = []
@@ -123,7 +163,7 @@ class TopicModel:
         (``particles`` per document, random streams keyed by ``seed``)."""
         return heldout_loglik(
             heldout_rdd,
-            self.topics_matrix(),
+            self.phi(),
             self._alpha_arg(),
             evaluator,
             particles,
@@ -150,8 +190,9 @@ class TopicModel:
         The definitions are gensim's; counting runs on Spark
         (:mod:`sparklda.coherence`, docs/architecture.md "Topic coherence").
         """
+        top = self.shards.phi(self.eta).top_terms(top_n)[0] if self.shards is not None else None
         return _coherence(
-            self.topics_matrix(),
+            self.topics_matrix() if top is None else None,
             data,
             measure,
             top_n,
@@ -159,6 +200,7 @@ class TopicModel:
             tokens_col=tokens_col,
             vocab=self.vocab,
             window=window,
+            top_indices=top,
         )
 
     def transform(
@@ -176,7 +218,7 @@ class TopicModel:
         uniform vector 1/K (the prior mean).
         """
         return transform_dataframe(
-            self.topics_matrix(), self._alpha_arg(), df, features_col, output_col, max_iter
+            self.phi(), self._alpha_arg(), df, features_col, output_col, max_iter
         )
 
     def pyldavis_inputs(
@@ -192,6 +234,8 @@ class TopicModel:
         ``df``). Use as ``pyLDAvis.prepare(**model.pyldavis_inputs(df))``."""
         import pyarrow as pa
 
+        if self.shards is not None:  # refused before any work when too large to collect
+            self.shards.check_collect(None, "The topics matrix (pyLDAvis's topic_term_dists)")
         theta_col = "_sparklda_theta"
         scored = self.transform(df, features_col, theta_col, max_iter).select(
             theta_col, features_col
@@ -269,11 +313,15 @@ class TopicModel:
 
     def check_finite(self) -> None:
         """Raise :class:`~sparklda.errors.SparkLDAError` if a statistic is not finite."""
-        bad = ~np.isfinite(self.topic_word)
-        if bad.any():
-            w, k = np.argwhere(bad)[0]
+        if self.shards is not None:
+            count, first = self.shards.count_nonfinite()
+        else:
+            bad = ~np.isfinite(self.topic_word)
+            count, first = int(bad.sum()), (tuple(np.argwhere(bad)[0]) if bad.any() else None)
+        if count:
+            w, k = first
             raise SparkLDAError(
-                f"The model's topic-word statistics have {int(bad.sum())} "
+                f"The model's topic-word statistics have {count} "
                 f"non-finite values (first: term {w}, topic {k}); training "
                 f"diverged and the model is not saved."
             )
@@ -314,7 +362,11 @@ class TopicModel:
         self.check_finite()
         files = SparkFiles(spark)
         files.write_json(f"{base}/metadata", self.metadata_record())
-        files.write_table(f"{base}/topics", self._topics_table())
+        if self.shards is not None:  # written by the executors, shard by shard
+            table = self.shards.table(files.spark, self.vocab)
+            table.write.mode("error").parquet(f"{base}/topics")
+        else:
+            files.write_table(f"{base}/topics", self._topics_table())
 
     def _topics_table(self):
         import pyarrow as pa
@@ -345,11 +397,15 @@ class TopicModel:
         return files.exists(f"{target.root}/metadata") and files.exists(f"{target.root}/topics")
 
     @classmethod
-    def load(cls, path: str, spark=None) -> TopicModel:
+    def load(cls, path: str, spark=None, max_driver_bytes: int | None = None) -> TopicModel:
         """Load the model saved at ``path`` (the newest committed version; the format-1
         layout of ``metadata.json`` and ``topics.parquet`` is read too). A damaged or
         foreign directory raises :class:`~sparklda.errors.ModelFormatError` naming the
-        file and what is wrong; nothing read is ever executed (JSON and Parquet only)."""
+        file and what is wrong; nothing read is ever executed (JSON and Parquet only).
+
+        A model whose statistics (8·V·K bytes) exceed ``max_driver_bytes`` (default: the
+        Spark property ``spark.sparklda.driver.maxModelBytes``, 1 GiB when unset) stays
+        on the executors, sharded by term (:attr:`shards`; a classic session)."""
         target = CommittedDir(path, FORMAT, spark)
         files = target.files
         latest = target.latest()
@@ -369,12 +425,35 @@ class TopicModel:
         else:
             raise FileNotFoundError(f"No sparklda model at {path!r} (no committed version).")
         k = _check_metadata(meta, path, meta_file)
+        limit = driver_model_limit(files.spark) if max_driver_bytes is None else max_driver_bytes
+        v = meta.get("vocab_size")
+        if v is not None and 8 * v * k > limit and not files.connect:
+            return cls._load_sharded(files, meta, k, path, meta_file, topics_file)
         table = files.read_table(topics_file)
         tw, vocab = _topics_from_table(table, k, meta, path, topics_file)
         alpha, eta = meta.pop("alpha"), meta.pop("eta")
         try:
             return cls(tw, alpha, eta, vocab, meta)
         except (TypeError, ValueError) as e:
+            raise ModelFormatError(
+                f"The model at {path!r} is damaged ({meta_file!r}): {e}"
+            ) from None
+
+    @classmethod
+    def _load_sharded(cls, files, meta: dict, k: int, path: str, meta_file: str, topics_file):
+        frame = files._read_parquet(topics_file)
+        v = int(meta["vocab_size"])
+        n = files.spark.sparkContext.defaultParallelism
+        shards = ShardedTopics.from_table(frame, v, k, n, topics_file)
+        vocab = None
+        if meta.get("has_vocab"):
+            rows = frame.select("term_index", "term").orderBy("term_index").collect()
+            vocab = [r[1] for r in rows]
+        alpha, eta = meta.pop("alpha"), meta.pop("eta")
+        try:
+            return cls(shards, alpha, eta, vocab, meta)
+        except (TypeError, ValueError) as e:
+            shards.unpersist()
             raise ModelFormatError(
                 f"The model at {path!r} is damaged ({meta_file!r}): {e}"
             ) from None

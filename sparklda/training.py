@@ -251,15 +251,6 @@ def resolve_placement(corpus: Corpus, params: TrainParams) -> str:
         "?" if python is None else format_bytes(python),
         "?" if jvm is None else format_bytes(jvm),
     )
-    collected = 3 * 8 * int(corpus.vocab_size) * int(params.k)
-    if placement == "executors" and python is not None and collected > python:
-        log.warning(
-            "the model lives on the executors during the rounds, but evaluation, checkpoints "
-            "and the end of training still collect it to the driver (about %s: the V×K "
-            "statistics and their copies), more than the driver's %s of Python memory",
-            format_bytes(collected),
-            format_bytes(python),
-        )
     return placement
 
 
@@ -472,7 +463,10 @@ class Training:
         nothing is held out); the record joins the result's evaluations."""
         mode = self.mode
         t_eval = time.perf_counter()
-        phi = normalize_topics(mode.topic_word(), mode.eta)
+        shards = mode.topic_word_shards()  # the model on the executors: scored there
+        phi = shards.phi(mode.eta) if shards is not None else None
+        if phi is None:
+            phi = normalize_topics(mode.topic_word(), mode.eta)
         params = self.params
         ltr = evaluator_spec(params.evaluator, params.particles, params.seed)
         score = self.executor.score(phi, mode.alpha, params.foldin_max_iter, ltr=ltr)
@@ -513,7 +507,11 @@ class Training:
             "corpus": corpus.report,
         }
         result = self.result
-        result.model = TopicModel(mode.topic_word(), mode.alpha, mode.eta, corpus.vocab, meta)
+        shards = mode.topic_word_shards()  # the model on the executors stays there
+        tw = shards.persist(f"sparklda {mode.name} model") if shards is not None else None
+        if tw is None:
+            tw = mode.topic_word()
+        result.model = TopicModel(tw, mode.alpha, mode.eta, corpus.vocab, meta)
         if rounds_done > 0:
             ev = self.evaluate(rounds_done - 1, train_seconds)
             if ev is not None:

@@ -329,7 +329,11 @@ def heldout_score(
     ltr: LeftToRight | None = None,
 ) -> HeldoutScore:
     """Document completion (or, with ``ltr``, the left-to-right estimate) of an RDD of
-    :class:`~sparklda.block.HeldoutBlock` s, φ̂ in a broadcast variable."""
+    :class:`~sparklda.block.HeldoutBlock` s, φ̂ in a broadcast variable; φ̂ held on the
+    executors (a :class:`~sparklda.execution.topics.ShardedTopics`, which has ``score``)
+    serves each partition the rows of its terms instead."""
+    if not isinstance(phi, np.ndarray) and hasattr(phi, "score"):
+        return phi.score(heldout_rdd, alpha, max_iter, tol, ltr)
     phi = check_phi(phi)
     sc = heldout_rdd.context
     bc = sc.broadcast(np.ascontiguousarray(phi))

@@ -41,6 +41,7 @@ from ..stats import TopicStats, concat_shards, shard_bounds, split_shards
 from .base import RoundOutput
 from .checkpointer import PeriodicCheckpointer
 from .classic import ClassicExecutor, merge_pieces, shard_pieces, size_bytes
+from .topics import ShardedTopics, read_chunks
 
 __all__ = [
     "LINEAGE_INTERVAL",
@@ -206,7 +207,10 @@ class ShardedExecutor(ClassicExecutor):
         )
         array, rows_fn, mass = mode.initial_rows()
         mirror = mode.sharded_mirror
-        if array is not None:
+        if isinstance(array, ShardedTopics):  # a checkpoint's shards (load_shards)
+            assert array.n_shards == n, "restored shards are cut by this executor's bounds"
+            raw = array.rdd
+        elif array is not None:
             data = [(s, int(bounds[s]), array[bounds[s] : bounds[s + 1]]) for s in range(n)]
             raw = self.sc.parallelize(data, n)
         else:
@@ -233,12 +237,15 @@ class ShardedExecutor(ClassicExecutor):
         self.checkpointer.update(model)
         sums = model.map(lambda e: e[2].sum(axis=0)).collect()
         self.checkpointer.materialized()
+        if isinstance(array, ShardedTopics):
+            array.unpersist()  # the first generation is computed and persisted
         self.model = model
         nz = np.zeros(self.k)
         for col in sums:
             nz = nz + col
         mode.start_sharded(nz)
         mode.collect_base = self.collect_base
+        mode.held_topics = self.topics
         self.requests = (
             self.corpus.train.mapPartitionsWithIndex(request_pieces(bounds))
             .partitionBy(n, _shard_partition)
@@ -246,8 +253,35 @@ class ShardedExecutor(ClassicExecutor):
             .cache()
         )
 
+    # -- the model after (and between) the rounds: docs/architecture.md ---------
+    def topics(self, rows: Callable | None = None) -> ShardedTopics:
+        """The shards' statistics as :class:`ShardedTopics` (lazy), each shard's rows
+        ``rows(first term, rows)`` when given (e.g. the mode's N^Φ of its base)."""
+        assert self.model is not None
+        base = ShardedTopics(
+            self.model.map(lambda e: (e[0], e[1], e[2]), preservesPartitioning=True),
+            int(self.bounds[-1]),
+            self.k,
+            self.bounds,
+        )
+        return base if rows is None else base.map_rows(rows)
+
+    def save_shards(self, path: str) -> None:
+        """Write the shards' rows (checkpoints: :meth:`ShardedTopics.write_chunks`)."""
+        from pyspark.sql import SparkSession
+
+        self.topics().write_chunks(SparkSession.builder.getOrCreate(), path)
+
+    def load_shards(self, path: str, k: int) -> ShardedTopics:
+        """The rows :meth:`save_shards` wrote, cut into this executor's shards."""
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.getOrCreate()
+        return read_chunks(spark, path, int(self.bounds[-1]), k, self.n_shards)
+
     def collect_base(self) -> np.ndarray:
-        """The sharded statistics on the driver, V×K (evaluation, checkpoints, the model)."""
+        """The sharded statistics on the driver, V×K (a mode's ``topic_word`` when asked
+        for the array)."""
         assert self.model is not None
         pieces = sorted(self.model.map(lambda e: (e[0], e[2])).collect(), key=lambda e: e[0])
         return np.concatenate([rows for _, rows in pieces])

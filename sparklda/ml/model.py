@@ -83,13 +83,15 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
                 f"The 'vocabulary' parameter has {len(vocab)} terms but the model "
                 f"has {tm.vocab_size}."
             )
-        self._topic_model = TopicModel(tm.topic_word, tm.alpha, tm.eta, vocab, tm.metadata)
+        self._topic_model = TopicModel(tm.statistics, tm.alpha, tm.eta, vocab, tm.metadata)
         return self._set(vocabulary=vocab)
 
     # -- pyspark LDAModel API ----------------------------------------------
     def isDistributed(self) -> bool:
-        """False: the topics live on the driver (like pyspark's LocalLDAModel)."""
-        return False
+        """Whether the topics live on the executors (a model trained with
+        ``modelPlacement="executors"`` or loaded above ``spark.sparklda.driver.maxModelBytes``);
+        False when they live on the driver (like pyspark's LocalLDAModel)."""
+        return self.topicModel.sharded
 
     def toLocal(self) -> LDAModel:
         """This model (it is already local); for scripts written for ``optimizer="em"``."""
@@ -149,7 +151,7 @@ class LDAModel(Model, _LDAParams, MLReadable, MLWritable):
         backend = backend_for(dataset.sparkSession)
         ltr = evaluator_spec(self.getEvaluator(), self.getParticles(), self._seed())
         return backend.score_vectors(
-            dataset, col, tm.topics_matrix(), tm.alpha, self._seed(), FOLDIN_MAX_ITER, ltr
+            dataset, col, tm.phi(), tm.alpha, self._seed(), FOLDIN_MAX_ITER, ltr
         )
 
     def logLikelihood(self, dataset) -> float:

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from ..execution.topics import ShardedTopics
 from ..kernels.random import Stream
 from ..params import TrainParams
 from ..stats import TopicStats, normalize_topics
@@ -157,6 +158,37 @@ class Mode(ABC):
     @abstractmethod
     def topic_word(self) -> np.ndarray:
         """(V, K) topic-word statistics N^Φ such that φ̂ ∝ N^Φ + η per topic."""
+
+    # -- the model on the executors (model_placement "executors") -----------------
+    #: The key of :meth:`state` whose V×K array lives on the executors under
+    #: ``model_placement="executors"``: :meth:`state` leaves it out while they hold it
+    #: and a checkpoint writes their shards instead (docs/architecture.md, "The model on
+    #: the executors"); None for a mode whose model always lives on the driver.
+    sharded_key: ClassVar[str | None] = None
+    #: Set by the executor holding the sharded statistics: a function giving them as
+    #: :class:`~sparklda.execution.topics.ShardedTopics` (lazy), mapped by its argument.
+    held_topics: Callable[..., ShardedTopics] | None = None
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """``rows(first term, shard's rows of the sharded state) -> its rows of
+        :meth:`topic_word``` (only modes with a ``sharded_key``)."""
+        raise NotImplementedError(f"{self.name} keeps its model on the driver")
+
+    def topic_word_shards(self) -> ShardedTopics | None:
+        """:meth:`topic_word` as :class:`ShardedTopics` when the executors hold the model
+        (None when the driver holds it: then :meth:`topic_word` is the array)."""
+        start = getattr(self, "start_base", None)
+        if self.sharded_key is None or not getattr(self, "sharded", False):
+            return None
+        if isinstance(start, ShardedTopics):
+            return start.map_rows(self.shard_topic_word())
+        if start is None and self.held_topics is not None:
+            return self.held_topics(self.shard_topic_word())
+        return None
+
+    def state_on_executors(self) -> bool:
+        """Whether the :data:`sharded_key` state lives on the executors now."""
+        return self.topic_word_shards() is not None
 
     def count_seen(self, stats: TopicStats) -> float:
         """Add a round's training tokens and documents (``stats.extra``) to what the mode

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..execution.topics import ShardedTopics
 from ..kernels import init_doc_stats, scvb0_block, uniform_matrix
 from ..kernels.priors import doc_prior_stats, keep_total, minka_alpha_step
 from ..kernels.random import Stream
@@ -382,6 +383,8 @@ class SCVB0(Mode):
     def _base(self) -> np.ndarray:
         if self.base is not None:
             return self.base
+        if isinstance(self.start_base, ShardedTopics):
+            return self.start_base.collect()
         if self.start_base is not None:
             return self.start_base
         if self.collect_base is None:
@@ -391,13 +394,33 @@ class SCVB0(Mode):
     def topic_word(self):
         return self.seeds.added_to(self._base() * self.scale)
 
+    sharded_key = "base"
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """A shard's rows of :meth:`topic_word`: its base times the scale, plus the seeds'
+        pseudo-counts of its terms (the driver's arithmetic, row by row)."""
+        scale = self.scale
+        seeds = self.seeds
+        terms = np.asarray(seeds.terms, dtype=np.int64) if seeds.active else None
+        seed_rows = seeds.rows if seeds.active else None
+
+        def rows(lo: int, base: np.ndarray) -> np.ndarray:
+            out = base * scale
+            if terms is not None:
+                mine = (terms >= lo) & (terms < lo + len(base))
+                out[terms[mine] - lo] += seed_rows[mine]
+            return out
+
+        return rows
+
     def report(self):
         return {"schedule_minibatch": self.ref_minibatch}
 
     def state(self):
+        on_executors = self.state_on_executors()  # then the checkpoint writes the shards
         return {
             **super().state(),
-            "base": self._base(),
+            **({} if on_executors else {"base": self._base()}),
             "nz": self.nz,
             "scale": self.scale,
             "slice_terms": {str(s): t for s, t in self.slice_terms.items()},
@@ -406,7 +429,10 @@ class SCVB0(Mode):
     def restore(self, state):
         super().restore(state)
         if self.sharded:  # the executor shards it before the next round
-            self.start_base = np.array(state["base"], dtype=np.float64)
+            base = state["base"]
+            self.start_base = (
+                base if isinstance(base, ShardedTopics) else np.array(base, np.float64)
+            )
         else:
             self.base = np.array(state["base"], dtype=np.float64)
             self.base_cast = self.base.astype(self.dtype)

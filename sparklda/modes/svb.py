@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..execution.topics import ShardedTopics
 from ..kernels import (
     digamma,
     dirichlet_expectation_2d,
@@ -342,28 +343,47 @@ class SVB(Mode):
     def _lam(self) -> np.ndarray:
         if self.lam is not None:
             return self.lam
+        if isinstance(self.start_base, ShardedTopics):
+            return self.start_base.collect()
         if self.start_base is not None:
             return self.start_base
         if self.collect_base is None:
             raise RuntimeError("the model is on the executors and no executor holds it")
         return self.collect_base()
 
+    sharded_key = "lam"
+
     def state(self):
-        return {**super().state(), "lam": self._lam(), "last_rho": self.last_rho}
+        on_executors = self.state_on_executors()  # then the checkpoint writes the shards
+        lam = {} if on_executors else {"lam": self._lam()}
+        return {**super().state(), **lam, "last_rho": self.last_rho}
 
     def restore(self, state):
         super().restore(state)
-        lam = np.array(state["lam"], dtype=np.float64)
+        self.last_rho = state["last_rho"]
+        lam = state["lam"]
+        if isinstance(lam, ShardedTopics):  # a checkpoint's shards, for the executors
+            self.start_base, self.colsum = lam, lam.column_sums()
+            return
+        lam = np.array(lam, dtype=np.float64)
         if self.sharded:  # the executor shards it before the next round
             self.start_base = lam
             self.colsum = lam.sum(axis=0)
         else:
             self.lam = lam
-        self.last_rho = state["last_rho"]
 
     def topic_word(self):
         # λ − η, so that the model's (N^Φ + η)/Σ(N^Φ + η) is λ/Σλ
         return np.maximum(self._lam() - self.eta, 0.0)
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """A shard's rows of :meth:`topic_word`: max(λ − η, 0) of its rows."""
+        eta = self.eta
+
+        def rows(lo: int, lam: np.ndarray) -> np.ndarray:
+            return np.maximum(lam - eta, 0.0)
+
+        return rows
 
     def report(self):
         p = self.params

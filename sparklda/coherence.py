@@ -301,7 +301,13 @@ class CorpusCoherence:
     def on_train_end(self, result) -> None:
         if result is None or result.model is None or self.corpus is None:
             return
-        needed, top = top_terms(result.model.topics_matrix(), self.top_n)
+        model = result.model
+        if getattr(model, "shards", None) is not None:  # the model on the executors
+            idx = np.array([t["termIndices"] for t in model.describe_topics(self.top_n)])
+            needed = np.unique(idx)
+            top = np.searchsorted(needed, idx).astype(np.int64)
+        else:
+            needed, top = top_terms(model.topics_matrix(), self.top_n)
         per_topic = score(self.measure, top, count_blocks(self.corpus.train, needed))
         self.result = {
             "measure": self.measure,

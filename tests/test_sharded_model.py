@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sparklda.api import fit, transform
+from sparklda.coherence import CorpusCoherence
 from sparklda.errors import SparkLDAError
 from sparklda.execution import ShardedExecutor
 from sparklda.execution.topics import MAX_DRIVER_MODEL_CONF, ShardedTopics
@@ -44,8 +45,17 @@ def _fit(source, **kw):
 @pytest.fixture(scope="module")
 def pair(source):
     """(driver placement's result, executors placement's result) of one SCVB0 run."""
-    kw = {"parts_per_slice": 2, "eval_every": 2}
-    return _fit(source, **kw), _fit(source, model_placement="executors", **kw)
+    out = []
+    for placement in ("driver", "executors"):
+        params = TrainParams(
+            **{**SCVB0, "heldout_count": 16, "parts_per_slice": 2, "eval_every": 2},
+            model_placement=placement,
+        )
+        coherence = CorpusCoherence("u_mass", top_n=5)  # counted when training ends
+        result = fit(source, params, callbacks=[coherence])
+        result.report["coherence"] = coherence.result
+        out.append(result)
+    return tuple(out)
 
 
 def _vectors(spark, n=12, v=30, seed=1):
@@ -89,6 +99,7 @@ def test_training_on_the_executors_never_collects_the_model(source, tmp_path, no
     assert result.report["checkpoints"]["checkpoints_written"] >= 2
 
 
+@pytest.mark.slow
 def test_the_sharded_model_is_the_driver_placements(pair):
     driver, sharded = pair
     assert sharded.model.sharded and not driver.model.sharded
@@ -96,6 +107,8 @@ def test_the_sharded_model_is_the_driver_placements(pair):
     got = [e["heldout_loglik"] for e in sharded.evaluations]
     want = [e["heldout_loglik"] for e in driver.evaluations]
     assert len(got) == len(want) >= 2
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    got, want = (r.report["coherence"]["per_topic"] for r in (sharded, driver))
     np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
@@ -149,6 +162,7 @@ def _refuse(*args, **kwargs):
 # -- save and load ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_sharded_model_saves_in_the_format_todays_loader_reads(pair, tmp_path):
     driver, sharded = pair
     path = str(tmp_path / "sharded")
@@ -162,6 +176,7 @@ def test_a_sharded_model_saves_in_the_format_todays_loader_reads(pair, tmp_path)
     assert loaded.metadata["params"]["model_placement"] == "executors"
 
 
+@pytest.mark.slow
 def test_a_large_model_loads_sharded_and_round_trips(pair, tmp_path, spark):
     driver, sharded = pair
     path = str(tmp_path / "sharded")
@@ -193,6 +208,10 @@ def test_a_model_saved_from_the_driver_loads_sharded(tmp_path):
     np.testing.assert_array_equal(loaded.alpha, model.alpha)
     assert loaded.vocab == model.vocab and loaded.metadata["mode"] == "x"
     np.testing.assert_array_equal(loaded.shards.column_sums(), tw[:12].sum(0) + tw[12:].sum(0))
+    loaded.save(str(tmp_path / "again"))  # written from the shards, read on the driver
+    again = TopicModel.load(str(tmp_path / "again"))
+    assert not again.sharded and again.vocab == model.vocab
+    np.testing.assert_array_equal(again.topic_word, tw)
 
 
 def test_a_damaged_table_is_refused_when_loading_sharded(tmp_path, spark):
@@ -277,6 +296,7 @@ def test_describe_topics_of_the_shards_is_the_drivers(models):
             np.testing.assert_allclose(g["termWeights"], w["termWeights"], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_transform_of_the_shards_is_the_drivers(models, spark):
     driver, sharded = models
     df = _vectors(spark)
@@ -291,6 +311,7 @@ def test_transform_of_the_shards_is_the_drivers(models, spark):
         np.testing.assert_allclose(api[i], want[i], rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_held_out_scores_of_the_shards_are_the_drivers(models, spark):
     from sparklda.ml import LDAModel
 
@@ -303,6 +324,7 @@ def test_held_out_scores_of_the_shards_are_the_drivers(models, spark):
         np.testing.assert_allclose(b.logPerplexity(df), a.logPerplexity(df), rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_coherence_and_pyldavis_of_the_shards_are_the_drivers(models, spark):
     from sparklda.ml import LDAModel
 
@@ -316,3 +338,21 @@ def test_coherence_and_pyldavis_of_the_shards_are_the_drivers(models, spark):
     np.testing.assert_array_equal(got["topic_term_dists"], want["topic_term_dists"])
     np.testing.assert_allclose(got["doc_topic_dists"], want["doc_topic_dists"], rtol=1e-9)
     assert got["vocab"] == want["vocab"]
+
+
+def test_the_ml_wrapper_of_a_sharded_model_describes_saves_and_loads_it(models, tmp_path):
+    from sparklda.ml import LDAModel
+
+    driver, sharded = models
+    ml = LDAModel(sharded)
+    want = LDAModel(driver).describeTopics(4).collect()
+    got = ml.describeTopics(4).collect()
+    assert [r.termIndices for r in got] == [r.termIndices for r in want]
+    assert [r.terms for r in got] == [r.terms for r in want]
+    renamed = ml.setVocabulary([f"v{i}" for i in range(30)])
+    assert renamed.topicModel.sharded and renamed.topicModel.shards is sharded.shards
+    path = str(tmp_path / "ml")
+    ml.write().save(path)
+    back = LDAModel.load(path)
+    assert not back.isDistributed() and back.topicModel.vocab[0] == "v0"
+    np.testing.assert_array_equal(back.topicModel.topic_word, driver.topic_word)

@@ -21,9 +21,11 @@ summary of the last round)``. A round:
    :class:`~sparklda.execution.checkpointer.PeriodicCheckpointer`.
 
 Only O(K) per shard reaches the driver (the rows' column sums, a learned prior's
-statistics, the counts and timings). Evaluation, checkpoints and the final model still
-collect the V×K statistics to the driver (:meth:`ShardedExecutor.collect_base`) in this
-first step. See docs/architecture.md, "Memory model".
+statistics, the counts and timings). Evaluation, checkpoints and the trained model read
+the shards where they live (:meth:`ShardedExecutor.topics`, a
+:class:`~sparklda.execution.topics.ShardedTopics`; :meth:`save_shards`,
+:meth:`load_shards`); :meth:`ShardedExecutor.collect_base` collects them only when a
+caller asks for the V×K array. See docs/architecture.md, "Memory model".
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from .execution import (
     Executor,
     RoundOutput,
     ShardedExecutor,
+    ShardedTopics,
     backend_of,
     driver_limits,
     evaluator_spec,
@@ -183,6 +184,8 @@ def train(
     placement = resolve_placement(corpus, params)
     if placement != params.model_placement:
         params = replace(params, model_placement=placement)
+    if isinstance(initial_topic_word, ShardedTopics) and placement != "executors":
+        initial_topic_word = initial_topic_word.collect(what="The initial model (warm start)")
     check_model_memory(corpus.vocab_size, params.k, params.dtype, placement=placement)
     start = clock_start if clock_start is not None else time.perf_counter()
     mode = MODES[params.algorithm](corpus, params, initial_topic_word)

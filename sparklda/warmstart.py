@@ -138,10 +138,16 @@ def align_initial(model, source: DocSource, params):
             spark=source.spark,
             documents=lambda: source.rdd,
         )
+        if getattr(model, "shards", None) is not None:  # held on the executors: kept there
+            return same, model.shards
         return same, np.array(model.topic_word, dtype=np.float64)
     merged, mapping = merge_vocabularies(model.vocab, source.vocab)
-    tw = np.zeros((len(merged), model.k))
-    tw[: model.vocab_size] = model.topic_word
+    shards = getattr(model, "shards", None)
+    if shards is not None:  # held on the executors: kept there, new terms appended
+        tw = shards.extended(len(merged))
+    else:
+        tw = np.zeros((len(merged), model.k))
+        tw[: model.vocab_size] = model.topic_word
     log.info(
         "warm start: %d terms of the initial model, %d new terms from %s",
         model.vocab_size,

@@ -173,6 +173,9 @@ def test_reads_the_format_1_layout_and_replaces_it(tmp_path):
     )
     back = TopicModel.load(f"file://{path}")
     np.testing.assert_array_equal(back.topic_word, m.topic_word)
+    sharded = TopicModel.load(f"file://{path}", max_driver_bytes=0)  # kept on the executors
+    assert sharded.sharded and sharded.vocab == m.vocab
+    np.testing.assert_array_equal(sharded.topic_word, m.topic_word)
     with pytest.raises(FileExistsError):
         m.save(str(path))
     small_model(seed=6).save(str(path), overwrite=True)

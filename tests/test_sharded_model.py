@@ -356,3 +356,40 @@ def test_the_ml_wrapper_of_a_sharded_model_describes_saves_and_loads_it(models, 
     back = LDAModel.load(path)
     assert not back.isDistributed() and back.topicModel.vocab[0] == "v0"
     np.testing.assert_array_equal(back.topicModel.topic_word, driver.topic_word)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["scvb0", "svb"])
+def test_a_warm_start_from_a_sharded_model_stays_on_the_executors(
+    source, tmp_path, algorithm, monkeypatch
+):
+    kw = {"passes": 1, "parts_per_slice": 2}
+    if algorithm == "svb":
+        kw.update(algorithm="svb", learning_offset=10.0)
+    first = _fit(source, **kw)
+    initial = _sharded_copy(first.model, tmp_path)
+    again = {**SCVB0, **kw, "seed": 5}
+    driver = fit(source, TrainParams(**again), initial_model=first.model)
+    with monkeypatch.context() as m:
+        m.setattr(ShardedExecutor, "collect_base", _refuse)
+        m.setattr(ShardedTopics, "collect", _refuse)
+        sharded = fit(
+            source, TrainParams(**again, model_placement="executors"), initial_model=initial
+        )
+    np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
+    # the driver placement collects the sharded initial model (it fits)
+    collected = fit(source, TrainParams(**again), initial_model=initial)
+    np.testing.assert_array_equal(collected.model.topic_word, driver.model.topic_word)
+
+
+@pytest.mark.slow
+def test_a_sharded_model_grows_by_zero_rows_and_recuts(models):
+    _, sharded = models
+    tw = sharded.topic_word
+    grown = sharded.shards.extended(37)
+    assert grown.n_shards == 2 and grown.shape == (37, 3)
+    np.testing.assert_array_equal(grown.collect(), np.vstack([tw, np.zeros((7, 3))]))
+    for n in (1, 3, 30):
+        recut = sharded.shards.recut(n)
+        assert recut.n_shards == n
+        np.testing.assert_array_equal(recut.collect(), tw)

@@ -35,10 +35,12 @@ from .tasks import (
     stateless_partition,
     statistics_partition,
 )
+from .topics import MAX_DRIVER_MODEL_CONF, ShardedTopics
 
 __all__ = [
     "COMBINE_AUTO_TASKS",
     "EVALUATORS",
+    "MAX_DRIVER_MODEL_CONF",
     "Backend",
     "ClassicBackend",
     "ClassicExecutor",
@@ -50,6 +52,7 @@ __all__ = [
     "PeriodicCheckpointer",
     "RoundOutput",
     "ShardedExecutor",
+    "ShardedTopics",
     "advance_partition",
     "backend_for",
     "backend_of",

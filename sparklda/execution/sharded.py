@@ -209,9 +209,8 @@ class ShardedExecutor(ClassicExecutor):
         )
         array, rows_fn, mass = mode.initial_rows()
         mirror = mode.sharded_mirror
-        if isinstance(array, ShardedTopics):  # a checkpoint's shards (load_shards)
-            assert array.n_shards == n, "restored shards are cut by this executor's bounds"
-            raw = array.rdd
+        if isinstance(array, ShardedTopics):  # a checkpoint's or a sharded model's rows
+            raw = array.recut(n).rdd
         elif array is not None:
             data = [(s, int(bounds[s]), array[bounds[s] : bounds[s + 1]]) for s in range(n)]
             raw = self.sc.parallelize(data, n)

@@ -125,6 +125,26 @@ class ShardedTopics:
         rdd = self.rdd.map(lambda e: (e[0], e[1], fn(e[1], e[2])), preservesPartitioning=True)
         return ShardedTopics(rdd, self.vocab_size, self.k, self.bounds)
 
+    def recut(self, n_shards: int) -> ShardedTopics:
+        """The same matrix in ``n_shards`` shards (itself when it has that many; lazy)."""
+        bounds = shard_bounds(self.vocab_size, n_shards)
+        if np.array_equal(bounds, self.bounds):
+            return self
+        rdd = _recut(self.rdd.map(lambda e: (e[1], e[2])), bounds, self.k)
+        return ShardedTopics(rdd, self.vocab_size, self.k, bounds)
+
+    def extended(self, vocab_size: int) -> ShardedTopics:
+        """The matrix with zero rows appended up to ``vocab_size`` terms (a warm start's
+        new terms), in as many shards (lazy)."""
+        v, k = self.vocab_size, self.k
+        if vocab_size == v:
+            return self
+        sc = self.rdd.context
+        zeros = sc.parallelize([(v, vocab_size - v)], 1).map(lambda e: (e[0], np.zeros((e[1], k))))
+        chunks = self.rdd.map(lambda e: (e[1], e[2])).union(zeros)
+        bounds = shard_bounds(vocab_size, self.n_shards)
+        return ShardedTopics(_recut(chunks, bounds, k), vocab_size, k, bounds)
+
     def persist(self, name: str) -> ShardedTopics:
         """Persist the shards (memory and disk) and compute them once (their column sums)."""
         from pyspark import StorageLevel
@@ -365,11 +385,21 @@ def read_chunks(spark, path: str, vocab_size: int, k: int, n_shards: int | None)
     shards (:func:`~sparklda.stats.shard_bounds`; any number: the rows are re-cut),
     persisted."""
     bounds = shard_bounds(vocab_size, n_shards or spark.sparkContext.defaultParallelism)
+
+    def load(r):
+        return int(r[0]), np.load(io.BytesIO(bytes(r[1])), allow_pickle=False)
+
+    rdd = _recut(spark.read.parquet(path).rdd.map(load), bounds, k)
+    return ShardedTopics(rdd, vocab_size, k, bounds).persist("sparklda model shards (restored)")
+
+
+def _recut(chunks, bounds: np.ndarray, k: int):
+    """An RDD of ``(first term, rows)`` covering 0..V-1 cut into the shards of
+    ``bounds``: ``(shard, first term, rows)`` in partition ``shard``."""
     n = len(bounds) - 1
 
-    def pieces(r):
-        first = int(r[0])
-        rows = np.load(io.BytesIO(bytes(r[1])), allow_pickle=False)
+    def pieces(chunk):
+        first, rows = chunk
         last = first + len(rows)
         s = int(np.searchsorted(bounds, first, side="right")) - 1
         while s < n and int(bounds[s]) < last:
@@ -382,16 +412,14 @@ def read_chunks(spark, path: str, vocab_size: int, k: int, n_shards: int | None)
         lo = int(bounds[index])
         rows = np.concatenate([r for _, r in got]) if got else np.zeros((0, k))
         if len(rows) != int(bounds[index + 1]) - lo:
-            raise ValueError(f"the checkpoint's rows of terms {lo}.. are incomplete")
+            raise ValueError(f"the rows of terms {lo}.. are incomplete")
         yield index, lo, rows
 
-    rdd = (
-        spark.read.parquet(path)
-        .rdd.flatMap(pieces)
+    return (
+        chunks.flatMap(pieces)
         .partitionBy(n, _shard_partition)
         .mapPartitionsWithIndex(build, preservesPartitioning=True)
     )
-    return ShardedTopics(rdd, vocab_size, k, bounds).persist("sparklda model shards (restored)")
 
 
 def _ceil_gib(n: int) -> int:

@@ -217,14 +217,20 @@ class SCVB0(Mode):
         self.sharded = params.model_placement == "executors"
         #: the sharded model collected (V×K), set by the executor that holds it
         self.collect_base: Callable[[], np.ndarray] | None = None
-        self.start_base: np.ndarray | None = None  # sharded: a warm start's or restored N^Φ
+        #: sharded: a warm start's or restored N^Φ (an array, or rows on the executors)
+        self.start_base: np.ndarray | ShardedTopics | None = None
         self._steps: dict[int, tuple[float, RowStep | None]] = {}
         self.init_mass = INIT_MASS * c
         if self.sharded:
             self.base = self.base_cast = None
-            if initial_topic_word is not None:
+            if isinstance(initial_topic_word, ShardedTopics):  # a sharded model's rows
+                self.start_base = initial_topic_word
+                self.nz = initial_topic_word.column_sums()
+            elif initial_topic_word is not None:
                 self.start_base = np.array(initial_topic_word, dtype=np.float64)
-            self.nz = None if self.start_base is None else self.start_base.sum(axis=0)
+                self.nz = self.start_base.sum(axis=0)
+            else:
+                self.nz = None
         else:
             if initial_topic_word is not None:
                 base = np.array(initial_topic_word, dtype=np.float64)

@@ -203,7 +203,11 @@ class SVB(Mode):
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
         v, k = corpus.vocab_size, params.k
-        if initial_topic_word is not None:
+        eta = float(params.eta)
+        lam: np.ndarray | ShardedTopics
+        if isinstance(initial_topic_word, ShardedTopics):  # a sharded model's rows
+            lam = initial_topic_word.map_rows(lambda lo, rows: rows + eta)
+        elif initial_topic_word is not None:
             lam = np.array(initial_topic_word, dtype=np.float64) + params.eta
         else:
             lam = initial_lambda(params.seed, v, k)
@@ -213,7 +217,7 @@ class SVB(Mode):
         #: sharded by term (:mod:`sparklda.execution.sharded`); the driver keeps Σ_w λ_w
         self.sharded = params.model_placement == "executors"
         self.collect_base: Callable[[], np.ndarray] | None = None
-        self.start_base: np.ndarray | None = None
+        self.start_base: np.ndarray | ShardedTopics | None = None
         self._steps: dict[int, float] = {}
         self.colsum: np.ndarray | None = None
         if self.sharded:
@@ -221,8 +225,9 @@ class SVB(Mode):
             # its rows: λ's random start is drawn here and then cut into shards
             self.lam = None
             self.start_base = lam
-            self.colsum = lam.sum(axis=0)
+            self.colsum = lam.column_sums() if isinstance(lam, ShardedTopics) else lam.sum(axis=0)
         else:
+            assert isinstance(lam, np.ndarray)
             self.lam = lam
 
     # -- the round plan --------------------------------------------------

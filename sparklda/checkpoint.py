@@ -254,6 +254,11 @@ class TrainingCheckpoints:
             )
         state = join_state(saved["scalars"], files.read_arrays(f"{base}/arrays"))
         key = saved.get("sharded_state")
+        if key is not None and key != mode.sharded_key:
+            raise ModelFormatError(
+                f"The checkpoint {base!r} is damaged: its state names {key!r} as the "
+                f"sharded state; the {mode.name} mode's is {mode.sharded_key!r}."
+            )
         if key:
             state[key] = self._read_shards(mode, executor, f"{base}/shards")
         mode.restore(state)

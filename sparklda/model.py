@@ -37,6 +37,14 @@ class TopicModel:
     with N^Z = Σ_w N^Φ_w (Eq. 12-style, Foulds et al. 2013); SVB's λ is
     stored as λ − η so the same formula gives λ / Σλ. ``alpha`` is kept as a
     K-vector (float64): a number given is repeated, a learned α is asymmetric.
+
+    ``topic_word`` is the (V, K) array, or a
+    :class:`~sparklda.execution.topics.ShardedTopics` held on the executors (a model
+    trained with ``model_placement="executors"``, or loaded above
+    ``spark.sparklda.driver.maxModelBytes``): then topics, fold-in, scores, coherence
+    and saving run on the shards, and only :attr:`topic_word` and
+    :meth:`topics_matrix` collect them, below that property (docs/architecture.md,
+    "The model on the executors").
     """
 
     def __init__(self, topic_word, alpha, eta: float, vocab=None, metadata=None):

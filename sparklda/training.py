@@ -467,9 +467,11 @@ class Training:
         mode = self.mode
         t_eval = time.perf_counter()
         shards = mode.topic_word_shards()  # the model on the executors: scored there
-        phi = shards.phi(mode.eta) if shards is not None else None
-        if phi is None:
-            phi = normalize_topics(mode.topic_word(), mode.eta)
+        phi: np.ndarray | ShardedTopics = (
+            shards.phi(mode.eta)
+            if shards is not None
+            else normalize_topics(mode.topic_word(), mode.eta)
+        )
         params = self.params
         ltr = evaluator_spec(params.evaluator, params.particles, params.seed)
         score = self.executor.score(phi, mode.alpha, params.foldin_max_iter, ltr=ltr)
@@ -511,9 +513,11 @@ class Training:
         }
         result = self.result
         shards = mode.topic_word_shards()  # the model on the executors stays there
-        tw = shards.persist(f"sparklda {mode.name} model") if shards is not None else None
-        if tw is None:
-            tw = mode.topic_word()
+        tw: np.ndarray | ShardedTopics = (
+            shards.persist(f"sparklda {mode.name} model")
+            if shards is not None
+            else mode.topic_word()
+        )
         result.model = TopicModel(tw, mode.alpha, mode.eta, corpus.vocab, meta)
         if rounds_done > 0:
             ev = self.evaluate(rounds_done - 1, train_seconds)

@@ -198,7 +198,7 @@ def test_a_large_model_loads_sharded_and_round_trips(pair, tmp_path, spark):
     )
 
 
-def test_a_model_saved_from_the_driver_loads_sharded(tmp_path):
+def test_a_model_saved_from_the_driver_loads_sharded(tmp_path, spark):
     rng = np.random.default_rng(0)
     tw = rng.gamma(1.0, 5.0, size=(23, 3))
     model = TopicModel(tw, [0.1, 0.2, 0.3], 0.05, [f"t{i}" for i in range(23)], {"mode": "x"})
@@ -232,7 +232,7 @@ def test_a_damaged_table_is_refused_when_loading_sharded(tmp_path, spark):
         TopicModel.load(path, max_driver_bytes=0)
 
 
-def test_a_sharded_model_with_a_non_finite_statistic_is_not_saved(tmp_path):
+def test_a_sharded_model_with_a_non_finite_statistic_is_not_saved(tmp_path, spark):
     tw = np.ones((10, 2))
     tw[7, 1] = np.nan
     model = TopicModel(np.ones((10, 2)), 0.1, 0.01)
@@ -278,7 +278,7 @@ def test_collecting_a_large_sharded_model_is_refused_naming_the_bytes_and_the_se
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
+def models(tmp_path_factory, spark):
     """(a model on the driver, the same model loaded sharded), V=30, K=3, learned α."""
     rng = np.random.default_rng(4)
     tw = rng.gamma(0.5, 20.0, size=(30, 3))

@@ -312,8 +312,8 @@ class ShardedTopics:
 
         def rows(pair):
             (_, lo, block), terms = pair
-            for i, row in enumerate(block):
-                yield lo + i, None if terms is None else terms[i], [float(x) for x in row]
+            for i, row in enumerate(block.tolist()):  # Python floats, the same values
+                yield lo + i, None if terms is None else terms[i], row
 
         data = self.rdd.zip(names).flatMap(rows)
         return spark.createDataFrame(data, "term_index int, term string, topic_word array<double>")

@@ -140,8 +140,8 @@ class MAP(StatefulMode[DocTopics]):
         super().__init__(corpus, params, initial_topic_word)
         self.state_bytes = int(corpus.n_train_docs) * self.k * self.dtype.itemsize
         log.info(
-            "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB in the cached "
-            "blocks (with each block's N^Φ rows)",
+            "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB of block states "
+            "(the N^Φ rows go with each round's statistics)",
             corpus.n_train_docs,
             self.k,
             self.dtype.name,

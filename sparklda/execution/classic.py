@@ -138,13 +138,20 @@ class ClassicExecutor(Executor):
             log.info(hint)
         self.checkpoint_interval = int(checkpoint_interval)
         self.combine = combine
-        # a generation of states has the blocks' partitions (one py4j call, once)
-        self.n_parts = corpus.train.getNumPartitions()
+        self._n_parts: int | None = None
         self.checkpointer: PeriodicCheckpointer | None = None
         # stateful modes: RDD of (state, kernel seconds[, statistics]), one item a
         # partition, beside the cached blocks (:meth:`_paired`)
         self.states = None
         self._info: dict = {}
+
+    @property
+    def n_parts(self) -> int:
+        """The training blocks' partitions, which every generation of states has (asked
+        of the JVM once)."""
+        if self._n_parts is None:
+            self._n_parts = int(self.corpus.train.getNumPartitions())
+        return self._n_parts
 
     def _paired(self, states):
         """``(block, (state, …))`` pairs: the cached training blocks zipped in the JVM

@@ -1,8 +1,9 @@
 """The classic backend: a session with a ``SparkContext``. Rounds run as ``runJob`` on
 the round's partitions of the cached training blocks (RDDs), the round value in a
-broadcast variable; a stateful mode keeps each block's state beside its block in a
-persisted RDD whose lineage a :class:`~sparklda.execution.checkpointer.PeriodicCheckpointer`
-cuts. See docs/architecture.md, "The round"."""
+broadcast variable; a stateful mode keeps its blocks' states in a persisted RDD of
+their own (a round reads them zipped with the cached blocks and writes only new states)
+whose lineage a :class:`~sparklda.execution.checkpointer.PeriodicCheckpointer` cuts. See
+docs/architecture.md, "The round"."""
 
 from __future__ import annotations
 

@@ -996,3 +996,35 @@ def test_map_stage_runs_only_when_named_and_priors_skip_what_a_mode_refuses(tiny
     assert priors.parse_passes("map=3,cvb0=2") == {"map": 3, "cvb0": 2}
     assert priors.supports("cvb0", "alpha") and priors.supports("map", "fixed")
     assert not priors.supports("map", "alpha") and not priors.supports("map", "eta")
+
+
+def test_map_stage_counts_the_cpu_of_the_session_processes_even_ended_ones():
+    """The map stage's CPU seconds: this process as the driver, the processes under it
+    by kind, per iteration between two readings; a child that has ended keeps the time
+    its last reading saw (its parent's children's time need not include it)."""
+    import subprocess
+    import sys
+    import time
+
+    from benchmarks.lda_bench import map_em
+
+    before = map_em.session_cpu()
+    assert set(before) == {"driver", "jvm", "python"} and before["driver"] > 0
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    child = subprocess.Popen([sys.executable, "-c", spin + "time.sleep(30)"])
+    try:
+        deadline = time.time() + 20
+        seen = map_em.session_cpu()
+        while seen["python"] - before["python"] < 0.25 and time.time() < deadline:
+            time.sleep(0.1)
+            seen = map_em.session_cpu()
+    finally:
+        child.kill()
+        child.wait()
+    after = map_em.session_cpu()
+    assert after["python"] - before["python"] >= 0.25  # the ended child still counts
+    assert after["python"] >= seen["python"] and after["jvm"] >= before["jvm"]
+    per = map_em.cpu_per_iter(before, after, 2)
+    assert per["cpu_python_iter_s"] == pytest.approx((after["python"] - before["python"]) / 2)
+    assert per["cpu_iter_s"] == pytest.approx(sum(after[k] - before[k] for k in after) / 2)
+    assert map_em.cpu_per_iter({}, after, 2) == {}

@@ -353,10 +353,11 @@ class CrashAt(Callback):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("alg", ["scvb0", "cvb0"])
+@pytest.mark.parametrize("alg", ["scvb0", "cvb0", "map"])
 def test_resume_on_the_dataframe_path(connect, docword, classic_fits, tmp_path, alg):
     """A run interrupted under Spark Connect resumes from its checkpoint (block states
-    included) and ends with the uninterrupted model."""
+    included: MAP's kept N^Θ, whose restore computes no statistics) and ends with the
+    uninterrupted model."""
     ck = str(tmp_path / "ck")
     p = params(alg, checkpoint_dir=ck, checkpoint_interval=2)
     with pytest.raises(Crash):

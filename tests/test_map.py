@@ -293,3 +293,97 @@ def test_the_model_does_not_depend_on_the_partitions_or_the_path(spark, source, 
     np.testing.assert_array_equal(
         fits["dataframe"].model.topic_word, fits["classic"].model.topic_word
     )
+
+
+def test_blocks_keep_their_n_theta_only_and_lost_statistics_are_computed_again(
+    spark, source, short, tmp_path, monkeypatch, caplog
+):
+    """Between iterations the executors keep each block's N^Θ only (one row a document;
+    the N^Φ rows are the round's statistics, sent in the sweep's own pass), which the
+    checkpoints hold. If a partition's statistics do not arrive through the sink, the
+    round computes its generation again, carrying them, rather than reading them from
+    the kept states (which hold none): the same model."""
+    import glob
+    import io
+    import logging
+
+    from sparklda.execution import classic
+
+    res = fit(source, map_params(passes=3, checkpoint_dir=str(tmp_path), keep_checkpoint=True))
+    np.testing.assert_array_equal(res.model.topic_word, short.model.topic_word)
+    (blocks,) = glob.glob(f"{tmp_path}/**/blocks", recursive=True)
+    rows = spark.read.parquet(blocks).collect()
+    assert len(rows) == res.rounds[-1]["tasks"] >= 1
+    for r in rows:
+        state = np.load(io.BytesIO(bytes(r["state"])), allow_pickle=False)
+        assert state.shape == (r["docs"], 4)
+    assert sum(r["docs"] for r in rows) == res.report["corpus"]["training_documents"]
+
+    real = classic.sent_statistics
+    calls = []
+
+    def lose_the_first_round(received, n):  # the start and round 1 lose theirs
+        calls.append(n)
+        return None if len(calls) <= 2 else real(received, n)
+
+    monkeypatch.setattr(classic, "sent_statistics", lose_the_first_round)
+    with caplog.at_level(logging.WARNING, logger="sparklda.execution"):
+        again = fit(source, map_params(passes=3))
+    assert len(calls) == 4
+    assert sum("sent no statistics" in r.getMessage() for r in caplog.records) == 2
+    np.testing.assert_array_equal(again.model.topic_word, short.model.topic_word)
+
+
+def test_a_round_keeps_n_theta_and_counts_the_statistics_of_the_whole_state():
+    """The per-partition functions (no Spark): each item keeps the kept state (MAP:
+    N^Θ, D rows) without its block, while the statistics (sent or carried) are the
+    N^Φ rows of the whole new state; a kept state has no statistics to read back."""
+    from sparklda.block import DocBlock
+    from sparklda.execution.tasks import (
+        advance_partition,
+        init_partition,
+        sent_statistics,
+        statistics_partition,
+        with_blocks,
+        without_blocks,
+    )
+    from sparklda.modes.map_em import _doc_topics, _statistics, em_kernel, init_state_fn
+    from tests.test_modes import _Sink
+
+    docs, v = planted_docs(n_docs=30)
+    blocks = [DocBlock.from_docs(docs[i : i + 15], dtype=np.float32) for i in (0, 15)]
+    k, alpha = 4, np.full(4, 0.1)
+
+    class Value:
+        value = None
+
+    init = init_state_fn(0, v, k, np.float32, alpha)
+    full = [init(None, b) for b in blocks]
+    kept = list(without_blocks(init_partition(Value, init, _statistics, None, _doc_topics))(blocks))
+    for b, f, (state, _, carried) in zip(blocks, full, kept, strict=True):
+        assert state.shape == (b.n_docs, k)
+        np.testing.assert_array_equal(state, f[: b.n_docs])
+        np.testing.assert_array_equal(carried[0], f[b.n_docs :])  # dense rows: not packed
+    with pytest.raises(ValueError, match="N\\^Φ rows"):
+        _statistics(blocks[0], kept[0][0])
+
+    nphi = np.full((v, k), 2.0, dtype=np.float32)
+    Value.value = (nphi, nphi.sum(axis=0))
+    kernel = em_kernel(alpha, 0.01, 0.01 * v)
+    pairs = list(zip(blocks, kept, strict=True))
+    sink = _Sink()
+    step = without_blocks(
+        with_blocks(advance_partition(Value, kernel, _statistics, sink, _doc_topics))
+    )
+    items = list(step(pairs))
+    sent = sent_statistics(sink.value, 1)
+    assert sent is not None
+    for b, (state, _), st, f in zip(blocks, items, sent, full, strict=True):
+        whole = kernel(Value.value, b, f)  # the kernel reads N^Θ only
+        np.testing.assert_array_equal(state, whole[: b.n_docs])
+        np.testing.assert_array_equal(st.rows, whole[b.n_docs :])
+    # without a sink the items carry them, and the statistics pass passes them on
+    carried = with_blocks(advance_partition(Value, kernel, _statistics, None, _doc_topics))(pairs)
+    read = list(statistics_partition(_statistics)(carried))
+    for a, b in zip(read, sent, strict=True):
+        np.testing.assert_array_equal(a.rows, b.rows)

@@ -26,11 +26,19 @@ Both are timed after a warm-up (unless ``--map-no-warm-up``): an untimed sparkld
 fit of 2 iterations (numba's compilation, the Python workers' start) and an untimed
 MLlib fit of 1 iteration (the JVM's compilation of GraphX's EM) come first, so
 neither system's figure counts compiling its code.
+
+CPU per iteration (the machine is shared, so wall-time ratios move with other work):
+the CPU seconds of this process and every process under it (the session's JVM and its
+Python workers), read from ``/proc`` (:func:`session_cpu`). sparklda: from the end of
+the first round to the end of the last, over the rounds between; MLlib: the two fits'
+difference over I2 − I1, as for its wall time. Both include the checkpoints that fall
+in the counted iterations.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import tempfile
 import time
@@ -38,12 +46,74 @@ import time
 from sparklda.api import fit
 from sparklda.evaluation import completion_loglik, normalize_topics
 from sparklda.params import TrainParams
+from sparklda.training import Callback
 
 from .data import prepare
 
 log = logging.getLogger("benchmarks")
 
 DEFAULT_MAP = "uci_kos:50,lda_newsgroups:100"
+
+
+#: Every process :func:`session_cpu` has seen: (pid, start time) -> (kind, CPU seconds).
+_SEEN: dict[tuple[int, int], tuple[str, float]] = {}
+
+
+def session_cpu(root: int | None = None) -> dict:
+    """CPU seconds (user + system) of process ``root`` (default: this one) as
+    ``driver``, and of the processes under it: ``jvm`` (named java) and ``python`` (the
+    rest: the Python workers and their daemon), from ``/proc``; an empty dict where there
+    is no ``/proc``. Each process counts its own time only, and one that has ended counts
+    what it had at the last reading that saw it (a Python worker the JVM stops, or whose
+    daemon ends first, leaves no trace in its parent's time then)."""
+    root = os.getpid() if root is None else root
+    tick = os.sysconf("SC_CLK_TCK")
+    parent, info = {}, {}
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                text = f.read()
+        except OSError:  # gone since the listing
+            continue
+        close = text.rfind(")")
+        fields = text[close + 2 :].split()
+        parent[pid] = int(fields[1])
+        name = text[text.find("(") + 1 : close]
+        info[pid] = (int(fields[19]), name, (int(fields[11]) + int(fields[12])) / tick)
+    for pid, (started, name, seconds) in info.items():
+        p = pid
+        while p in parent and p not in (root, 0, 1):
+            p = parent[p]
+        if p == root:
+            kind = "driver" if pid == root else "jvm" if name == "java" else "python"
+            _SEEN[(pid, started)] = (kind, seconds)
+    out = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+    for kind, seconds in _SEEN.values():
+        out[kind] += seconds
+    return out
+
+
+def cpu_per_iter(before: dict, after: dict, iterations: int) -> dict:
+    """``cpu_iter_s`` (all processes) and its ``jvm``/``python``/``driver`` shares
+    between two :func:`session_cpu` readings, per iteration (empty without readings)."""
+    if not before or not after or iterations < 1:
+        return {}
+    parts = {k: (after[k] - before[k]) / iterations for k in ("jvm", "python", "driver")}
+    return {"cpu_iter_s": sum(parts.values()), **{f"cpu_{k}_iter_s": v for k, v in parts.items()}}
+
+
+class _RoundCpu(Callback):
+    """:func:`session_cpu` at the end of every round."""
+
+    def __init__(self):
+        self.readings: list[dict] = []
+
+    def on_round(self, record: dict) -> None:
+        self.readings.append(session_cpu())
 
 
 def default_priors(k: int) -> tuple[float, float]:
@@ -69,8 +139,9 @@ def run_sparklda_map(bc, k: int, iters: int, alpha: float, eta: float, seed: int
     )
     if params.seed != seed:
         raise ValueError(f"map stage: the corpus was split with seed {params.seed}, not {seed}")
+    cpu = _RoundCpu()
     t0 = time.perf_counter()
-    res = fit(bc.sparklda_source(), params)
+    res = fit(bc.sparklda_source(), params, callbacks=[cpu])
     wall = time.perf_counter() - t0
     if res.report["corpus"]["heldout_documents"] != bc.n_heldout_docs:
         raise RuntimeError(f"map on {bc.name}: fit held out other documents")
@@ -88,6 +159,8 @@ def run_sparklda_map(bc, k: int, iters: int, alpha: float, eta: float, seed: int
         "heldout_loglik": score["heldout_loglik"],
         "perplexity": score["perplexity"],
         "own_eval_heldout_loglik": own,
+        # rounds 2..n: the first builds nothing, but it is not timed either
+        **cpu_per_iter(cpu.readings[0], cpu.readings[-1], len(cpu.readings) - 1),
     }
 
 
@@ -101,7 +174,7 @@ def run_mllib_em(
     sc = bc.train_df.sparkSession.sparkContext
     if not sc.getCheckpointDir():
         sc.setCheckpointDir(tempfile.mkdtemp(prefix="sparklda-bench-em-ckpt-"))
-    times, model = {}, None
+    times, cpus, model = {}, {}, None
     for n in ((1,) if warm_up else ()) + tuple(iters):
         lda = LDA(
             k=k,
@@ -112,14 +185,17 @@ def run_mllib_em(
             topicConcentration=float(eta),
             featuresCol="features",
         )
+        c0 = session_cpu()
         t0 = time.perf_counter()
         model = lda.fit(bc.train_df)
         counts = model.topicsMatrix().toArray()  # the raw counts N_wk (V, K)
+        c1 = session_cpu()
         if warm_up:
             warm_up = False
             log.info("mllib-em warm-up on %s: %.1f s", bc.name, time.perf_counter() - t0)
             continue
         times[n] = time.perf_counter() - t0
+        cpus[n] = {k: c1[k] - c0[k] for k in c1}
         log.info("mllib-em on %s: %d iterations in %.1f s", bc.name, n, times[n])
     i1, i2 = iters
     phi = normalize_topics(counts, eta - 1.0)
@@ -136,6 +212,7 @@ def run_mllib_em(
         "own_eval_heldout_loglik": None,
         "mllib_short_fit_s": times[i1],
         "mllib_short_fit_iters": i1,
+        **cpu_per_iter(cpus[i1], cpus[i2], i2 - i1),
     }
 
 
@@ -160,6 +237,8 @@ def run_map(spark, specs, opts, results: dict) -> list:
                 log.info("map stage: %s", rows[-1])
             rows[-2]["gain_vs_mllib"] = ours["heldout_loglik"] - theirs["heldout_loglik"]
             rows[-2]["speedup_vs_mllib"] = theirs["iter_s"] / ours["iter_s"]
+            if ours.get("cpu_iter_s") and theirs.get("cpu_iter_s"):
+                rows[-2]["cpu_speedup_vs_mllib"] = theirs["cpu_iter_s"] / ours["cpu_iter_s"]
         finally:
             bc.unpersist()
     fields = list(dict.fromkeys(key for r in rows for key in r))

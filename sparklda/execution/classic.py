@@ -1,8 +1,9 @@
 """The classic backend: a session with a ``SparkContext``. Rounds run as ``runJob`` on
 the round's partitions of the cached training blocks (RDDs), the round value in a
-broadcast variable; a stateful mode keeps each block's state beside its block in a
-persisted RDD whose lineage a :class:`~sparklda.execution.checkpointer.PeriodicCheckpointer`
-cuts. See docs/architecture.md, "The round"."""
+broadcast variable; a stateful mode keeps its blocks' states in a persisted RDD of
+their own (a round reads them zipped with the cached blocks and writes only new states)
+whose lineage a :class:`~sparklda.execution.checkpointer.PeriodicCheckpointer` cuts. See
+docs/architecture.md, "The round"."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from .tasks import (
     sent_statistics,
     stateless_partition,
     statistics_partition,
+    with_blocks,
+    without_blocks,
 )
 
 __all__ = [
@@ -136,10 +139,36 @@ class ClassicExecutor(Executor):
             log.info(hint)
         self.checkpoint_interval = int(checkpoint_interval)
         self.combine = combine
+        self._n_parts: int | None = None
         self.checkpointer: PeriodicCheckpointer | None = None
-        # stateful modes: RDD of (block, state, kernel seconds[, statistics])
+        # stateful modes: RDD of (state, kernel seconds[, statistics]), one item a
+        # partition, beside the cached blocks (:meth:`_paired`)
         self.states = None
         self._info: dict = {}
+
+    @property
+    def n_parts(self) -> int:
+        """The training blocks' partitions, which every generation of states has (asked
+        of the JVM once)."""
+        if self._n_parts is None:
+            self._n_parts = int(self.corpus.train.getNumPartitions())
+        return self._n_parts
+
+    def _paired(self, states):
+        """``(block, (state, …))`` pairs: the cached training blocks zipped in the JVM
+        with a generation of ``states`` (one item a partition on both sides), read by one
+        Python pass. A round writes back only the new states, never the blocks
+        (docs/architecture.md, "The round"). PySpark's own ``RDD.zip`` would first
+        re-batch each side in a Python pass of its own."""
+        from pyspark.rdd import RDD
+        from pyspark.serializers import PairDeserializer
+
+        train = self.corpus.train
+        return RDD(
+            train._jrdd.zip(states._jrdd),
+            self.sc,
+            PairDeserializer(train._jrdd_deserializer, states._jrdd_deserializer),
+        )
 
     def _collect(self, rdd, fn, partitions=None) -> list:
         parts = self.sc.runJob(rdd, fn, partitions)
@@ -176,28 +205,33 @@ class ClassicExecutor(Executor):
             combine="executors",
         )
 
-    def _sink(self, states):
-        """An accumulator for the statistics of a new generation of ``states`` when
-        the driver merges them (:func:`sent_statistics`), else None."""
-        if combine_on_executors(self.combine, states.getNumPartitions()):
+    def _sink(self):
+        """An accumulator for the statistics of a new generation of states when the
+        driver merges them (:func:`sent_statistics`), else None."""
+        if combine_on_executors(self.combine, self.n_parts):
             return None
         return self.sc.accumulator({}, ByPartition())
 
-    def _compute_states(self, states, statistics: Callable, sink) -> RoundOutput:
+    def _compute_states(self, states, statistics: Callable, sink, again: Callable) -> RoundOutput:
         """Compute the new (persisted) generation ``states`` and bring its statistics
         back. With a ``sink``, one job and one Python pass a task: a count of the JVM's
-        partitions, whose Python tasks send their statistics through the sink; without
-        one (or, as a safeguard, if some partition's did not arrive) a job of
-        :func:`statistics_partition` on the states, a second Python pass a task."""
+        partitions, whose Python tasks send their statistics through the sink. Without
+        one, the states carry them (:func:`advance_partition`) and a job of
+        :func:`statistics_partition` on the states, a second Python pass a task, brings
+        them. As a safeguard, if some partition's did not arrive through the sink, they
+        are counted again by a job on ``again()``: the generation computed anew, not
+        persisted, its items carrying their statistics (the kept states need not hold
+        them: MAP keeps N^Θ only)."""
         if sink is not None:
             states._jrdd.count()
-            parts = sent_statistics(sink.value, states.getNumPartitions())
+            parts = sent_statistics(sink.value, self.n_parts)
             sink.value = {}  # a later copy of this generation computed again adds to it
             if parts is not None:
                 nbytes = sum(p.nbytes for p in parts)
                 return RoundOutput(parts, driver_bytes=nbytes, tasks=len(parts))
-            log.warning("some partitions sent no statistics: reading the block states again")
-        return self._gather(states, statistics_partition(statistics))
+            log.warning("some partitions sent no statistics: computing the block states again")
+            return self._gather(again(), statistics_partition(statistics))
+        return self._gather(self._paired(states), with_blocks(statistics_partition(statistics)))
 
     def init_states(self, mode) -> RoundOutput:
         self.checkpointer = PeriodicCheckpointer(
@@ -207,14 +241,19 @@ class ClassicExecutor(Executor):
         value = mode.init_value()
         bc = self.sc.broadcast(value) if value is not None else None
         t1 = time.perf_counter()
-        sink = self._sink(self.corpus.train)
+        init, statistics, keep = mode.init_state(), mode.statistics(), mode.kept_state()
+        sink = self._sink()
         states = self.corpus.train.mapPartitions(
-            init_partition(bc, mode.init_state(), mode.statistics(), sink),
+            without_blocks(init_partition(bc, init, statistics, sink, keep)),
             preservesPartitioning=True,
         ).setName(f"sparklda {mode.name} block states (initial)")
         self.checkpointer.update(states)
         self.states = states
-        out = self._compute_states(states, mode.statistics(), sink)
+
+        def again():
+            return self.corpus.train.mapPartitions(init_partition(bc, init, statistics))
+
+        out = self._compute_states(states, statistics, sink, again)
         self.checkpointer.materialized()
         t2 = time.perf_counter()
         if bc is not None:
@@ -229,16 +268,22 @@ class ClassicExecutor(Executor):
         bc = self.sc.broadcast(value)
         t1 = time.perf_counter()
         if mode.stateful:
-            sink = self._sink(self.states)
-            new = self.states.mapPartitions(
+            kernel, statistics, keep = mode.kernel(t), mode.statistics(), mode.kept_state()
+            sink = self._sink()
+            prev = self._paired(self.states)
+            new = prev.mapPartitions(
                 # the statistics of the new states, counted in the sweep's own pass
-                advance_partition(bc, mode.kernel(t), mode.statistics(), sink),
+                without_blocks(with_blocks(advance_partition(bc, kernel, statistics, sink, keep))),
                 preservesPartitioning=True,
             ).setName(f"sparklda {mode.name} block states (round {t + 1})")
+
+            def again():
+                return prev.mapPartitions(with_blocks(advance_partition(bc, kernel, statistics)))
+
             assert self.checkpointer is not None
             marked = self.checkpointer.update(new)
             self.states = new
-            out = self._compute_states(new, mode.statistics(), sink)
+            out = self._compute_states(new, statistics, sink, again)
             self.checkpointer.materialized()
             t2 = time.perf_counter()
             self.checkpointer.hold(bc)  # its lineage refers to bc until a checkpoint cuts it
@@ -259,14 +304,14 @@ class ClassicExecutor(Executor):
         return out
 
     def save_states(self, path: str) -> None:
-        def encode(index, items):
-            for block, state, *_ in items:
+        def encode(index, pairs):
+            for block, (state, *_) in pairs:
                 buf = io.BytesIO()
                 np.save(buf, np.ascontiguousarray(state), allow_pickle=False)
                 yield index, int(block.n_docs), bytearray(buf.getvalue())
 
         spark = SparkSession.builder.getOrCreate()
-        rows = self.states.mapPartitionsWithIndex(encode)
+        rows = self._paired(self.states).mapPartitionsWithIndex(encode)
         (
             spark.createDataFrame(rows, "part int, docs int, state binary")
             .write.mode("errorifexists")
@@ -295,7 +340,8 @@ class ClassicExecutor(Executor):
         rows = mode.state_rows()
         states = (
             self.corpus.train.zip(saved)
-            .map(lambda pair: check_restored_state(*pair, rows), preservesPartitioning=True)
+            # (state, 0.0): the blocks stay apart (:meth:`_paired`)
+            .map(lambda pair: check_restored_state(*pair, rows)[1:], preservesPartitioning=True)
             .setName(f"sparklda {mode.name} block states (restored)")
         )
         self.checkpointer.update(states)

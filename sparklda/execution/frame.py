@@ -41,6 +41,7 @@ from .frame_tasks import (
     advance_round,
     collect_rows,
     init_round,
+    no_statistics,
     restore_round,
     round_output,
     score_round,
@@ -138,7 +139,8 @@ class DataFrameExecutor(Executor):
         frame, held = self._with_value(self._one_block_per_task(self.corpus.train), value)
         t1 = time.perf_counter()
         states = frame.mapInArrow(
-            init_round(held, mode.init_state(), mode.statistics()), struct_type(STATES_SCHEMA)
+            init_round(held, mode.init_state(), mode.statistics(), mode.kept_state()),
+            struct_type(STATES_SCHEMA),
         )
         return self._advance(states, value, t0, t1)
 
@@ -177,7 +179,7 @@ class DataFrameExecutor(Executor):
             t1 = time.perf_counter()
             return self._advance(
                 frame.mapInArrow(
-                    advance_round(held, mode.kernel(t), mode.statistics()),
+                    advance_round(held, mode.kernel(t), mode.statistics(), mode.kept_state()),
                     struct_type(STATES_SCHEMA),
                 ),
                 value,
@@ -214,7 +216,12 @@ class DataFrameExecutor(Executor):
             self.corpus.train.select("part", "block").join(saved, "part", "left")
         )
         states = joined.mapInArrow(
-            restore_round(mode.statistics(), mode.state_rows()), struct_type(STATES_SCHEMA)
+            # the restore's statistics are dropped; a kept state may hold none
+            restore_round(
+                mode.statistics() if mode.kept_state() is None else no_statistics,
+                mode.state_rows(),
+            ),
+            struct_type(STATES_SCHEMA),
         )
         self._advance(states, None, time.perf_counter(), time.perf_counter())
 

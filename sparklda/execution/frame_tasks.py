@@ -33,6 +33,7 @@ __all__ = [
     "advance_round",
     "collect_rows",
     "init_round",
+    "no_statistics",
     "restore_round",
     "round_output",
     "score_round",
@@ -158,42 +159,52 @@ def stateless_round(held: Held | None, kernel: Callable) -> Callable[[Iterable],
     return run
 
 
-def states_batch(rows: list[dict], items: Iterable, statistics: Callable):
+def states_batch(
+    rows: list[dict], items: Iterable, statistics: Callable, keep: Callable | None = None
+):
     """Arrow rows of :data:`STATES_SCHEMA`: each ``(block, state, seconds)`` of ``items``
     (one per row of ``rows``, whose ``part`` and block bytes it keeps) with the
-    statistics of its state."""
+    statistics of its state, and ``keep(block, state)`` of the state (the mode's
+    :meth:`~sparklda.modes.StatefulMode.kept_state`; all of it without ``keep``)."""
     out = []
     for r, (block, state, seconds) in zip(rows, items, strict=True):
         (stats,) = statistics_partition(statistics)([(block, state, seconds)])
         row = stats_row(r["part"], stats)
         row["block"] = r["block"]
-        row["state"] = arrays_to_bytes([np.ascontiguousarray(state)])
+        kept = keep(block, state) if keep is not None else state
+        row["state"] = arrays_to_bytes([np.ascontiguousarray(kept)])
         out.append(row)
     return arrow_batch(out, STATES_SCHEMA) if out else None
 
 
-def _state_round(held: Held | None, items: Callable, statistics: Callable):
+def _state_round(
+    held: Held | None, items: Callable, statistics: Callable, keep: Callable | None = None
+):
     """mapInArrow over block rows: ``items(rows, source)`` gives each row's
     ``(block, state, seconds)``; the result is :data:`STATES_SCHEMA` rows."""
 
     def run(batches):
         rows, source = read_rows(batches, held)
-        batch = states_batch(rows, items(rows, source), statistics)
+        batch = states_batch(rows, items(rows, source), statistics, keep)
         if batch is not None:
             yield batch
 
     return run
 
 
-def init_round(held: Held | None, init_state: Callable, statistics: Callable):
+def init_round(
+    held: Held | None, init_state: Callable, statistics: Callable, keep: Callable | None = None
+):
     def items(rows, source):
         blocks = [block_from_bytes(r["block"]) for r in rows]
         return init_partition(source, init_state)(blocks)
 
-    return _state_round(held, items, statistics)
+    return _state_round(held, items, statistics, keep)
 
 
-def advance_round(held: Held | None, kernel: Callable, statistics: Callable):
+def advance_round(
+    held: Held | None, kernel: Callable, statistics: Callable, keep: Callable | None = None
+):
     def items(rows, source):
         given = (
             (block_from_bytes(r["block"]), arrays_from_bytes(r["state"], 1)[0], r["kernel_s"])
@@ -201,7 +212,14 @@ def advance_round(held: Held | None, kernel: Callable, statistics: Callable):
         )
         return advance_partition(source, kernel)(given)
 
-    return _state_round(held, items, statistics)
+    return _state_round(held, items, statistics, keep)
+
+
+def no_statistics(block, state) -> np.ndarray:
+    """Zero rows for a block's terms: the statistics of a restored state that holds
+    none (a kept state, :meth:`~sparklda.modes.StatefulMode.kept_state`), which the
+    restore's job computes and drops."""
+    return np.zeros((len(block.terms), state.shape[1]), dtype=state.dtype)
 
 
 def restore_round(statistics: Callable, state_rows: Callable | None = None):

@@ -21,6 +21,8 @@ __all__ = [
     "sent_statistics",
     "stateless_partition",
     "statistics_partition",
+    "with_blocks",
+    "without_blocks",
 ]
 
 
@@ -70,11 +72,17 @@ def stateless_partition(source: Any, kernel: Callable) -> Callable[[Iterable], I
 
 
 def init_partition(
-    source: Any, init_state: Callable, statistics: Callable | None = None, sink: Any = None
+    source: Any,
+    init_state: Callable,
+    statistics: Callable | None = None,
+    sink: Any = None,
+    keep: Callable | None = None,
 ) -> Callable[[Iterable], Iterator]:
     """(block, state, seconds) for each block, ``state = init_state(value, block)``;
-    with ``statistics`` and ``sink``, the partial statistics of the states go to the
-    driver through ``sink`` (as in :func:`advance_partition`)."""
+    with ``statistics``, the partial statistics of the states are counted as in
+    :func:`advance_partition` (sent through ``sink``, or carried by each item), and
+    ``keep(block, state)`` (the mode's :meth:`~sparklda.modes.StatefulMode.kept_state`)
+    is what each item keeps of its state."""
 
     def run(blocks):
         settle_heap()
@@ -84,13 +92,30 @@ def init_partition(
             t0 = time.perf_counter()
             state = init_state(value, block)
             seconds = time.perf_counter() - t0
-            if sink is not None and statistics is not None and block.n_docs:
-                partials.append(_partial(block, statistics, state, seconds))
-            yield block, state, seconds
+            yield _with_statistics(block, state, seconds, statistics, sink, partials, keep)
         if sink is not None:
             _send(sink, partials)
 
     return run
+
+
+def _with_statistics(block, state, kernel_s, statistics, sink, partials, keep) -> tuple:
+    """The item of a block's new ``state``: ``(block, kept state, kernel seconds)``, its
+    statistics counted while the full state is at hand and added to ``partials`` (with a
+    ``sink``) or carried as the item's fourth entry (without one; None for an empty
+    block)."""
+    kept = keep(block, state) if keep is not None else state
+    if statistics is None:
+        return block, kept, kernel_s
+    if sink is not None:
+        if block.n_docs:
+            partials.append(_partial(block, statistics, state, kernel_s))
+        return block, kept, kernel_s
+    packed = None
+    if block.n_docs:
+        t1 = time.perf_counter()
+        packed = _pack(statistics(block, state)), time.perf_counter() - t1
+    return block, kept, kernel_s, packed
 
 
 class ByPartition:
@@ -137,7 +162,11 @@ def sent_statistics(received: dict, n_partitions: int) -> list[TopicStats] | Non
 
 
 def advance_partition(
-    source: Any, kernel: Callable, statistics: Callable | None = None, sink: Any = None
+    source: Any,
+    kernel: Callable,
+    statistics: Callable | None = None,
+    sink: Any = None,
+    keep: Callable | None = None,
 ) -> Callable[[Iterable], Iterator]:
     """(block, new state, seconds) for each (block, state, …), ``kernel(value, block,
     state)``. With ``statistics``, the partial statistics of each new state are counted
@@ -147,7 +176,8 @@ def advance_partition(
     :func:`sent_statistics`) or, without a sink, carried by each item (None for an empty
     block), which :func:`statistics_partition` then passes on instead of reading the
     state again. They are a function of the block and its new state, so a partition
-    computed again (a retry, a lost cached copy) sends or carries the same ones."""
+    computed again (a retry, a lost cached copy) sends or carries the same ones. Each
+    item keeps ``keep(block, new state)`` (all of it without ``keep``)."""
 
     def run(items):
         settle_heap()
@@ -157,18 +187,7 @@ def advance_partition(
             t0 = time.perf_counter()
             new_state = kernel(value, block, state)
             kernel_s = time.perf_counter() - t0
-            if statistics is None:
-                yield block, new_state, kernel_s
-            elif sink is not None:
-                if block.n_docs:
-                    partials.append(_partial(block, statistics, new_state, kernel_s))
-                yield block, new_state, kernel_s
-            else:
-                packed = None
-                if block.n_docs:
-                    t1 = time.perf_counter()
-                    packed = _pack(statistics(block, new_state)), time.perf_counter() - t1
-                yield block, new_state, kernel_s, packed
+            yield _with_statistics(block, new_state, kernel_s, statistics, sink, partials, keep)
         if sink is not None:
             _send(sink, partials)
 
@@ -191,6 +210,29 @@ def statistics_partition(statistics: Callable) -> Callable[[Iterable], Iterator]
             t0 = time.perf_counter()
             rows = statistics(block, state)
             yield _block_stats(block, rows, kernel_s, stats=time.perf_counter() - t0)
+
+    return run
+
+
+def with_blocks(fn: Callable[[Iterable], Iterator]) -> Callable[[Iterable], Iterator]:
+    """``fn``, a function of ``(block, state, …)`` items, over the pairs ``(block,
+    (state, …))`` of the cached blocks zipped with their states (the classic executor
+    keeps a stateful mode's states apart from the blocks, so a round rewrites only the
+    states)."""
+
+    def run(pairs):
+        return fn((block, *item) for block, item in pairs)
+
+    return run
+
+
+def without_blocks(fn: Callable[[Iterable], Iterator]) -> Callable[[Iterable], Iterator]:
+    """``fn``'s ``(block, state, …)`` items without their block: what the classic
+    executor persists of a generation of states (the blocks stay cached once)."""
+
+    def run(items):
+        for _, *rest in fn(items):
+            yield tuple(rest)
 
     return run
 

@@ -271,6 +271,13 @@ class StatefulMode(Mode, Generic[S]):
     def statistics(self) -> Callable[[Any, S], np.ndarray]:
         """``statistics(block, state) -> rows``: the block's statistics from its state."""
 
+    def kept_state(self) -> Callable[[Any, S], Any] | None:
+        """``keep(block, state) -> kept``: what the executors keep of a block's state
+        between rounds once its statistics are counted (None: all of it). The next
+        round's kernel and the checkpoints get the kept state, whose rows are
+        :meth:`state_rows`; :meth:`statistics` needs the whole one."""
+        return None
+
     @abstractmethod
     def set_initial(self, stats: TopicStats) -> None:
         """Take the merged statistics of the initial states."""

@@ -13,11 +13,13 @@ an iteration here is MLlib's iteration.
 
 State. γ is never kept: the E-step and the sums are one pass over a block's pairs, so
 what a block carries from one iteration to the next is its documents' N^Θ, K numbers per
-document (the mode contract's block state, :mod:`sparklda.modes.base`). The state array
-of a block is its N^Θ (D rows) over its share of the new N^Φ (its U terms' rows, which
-are the block's statistics), summed in float64 and kept in the run's dtype (float32 by
-default, as the N^Φ every round ships), so :meth:`MAP.state_rows` is D + U; the
-executor checkpoints it with the blocks like CVB0's γ. Since no block reads another's
+document (the mode contract's block state, :mod:`sparklda.modes.base`). The kernel's
+(and the start's) state array of a block is its N^Θ (D rows) over its share of the new
+N^Φ (its U terms' rows, which are the block's statistics), summed in float64 and kept in
+the run's dtype (float32 by default, as the N^Φ every round ships); once the statistics
+are counted the executor keeps the N^Θ rows only (:meth:`MAP.kept_state`: a round reads
+and writes D rows a block, not D + U), so :meth:`MAP.state_rows` is D, and checkpoints
+them with the blocks like CVB0's γ. Since no block reads another's
 changes, the model does not depend on the partitioning (up to the order of the sums),
 and the corpus is laid out as one slice when ``minibatch_size`` is unset
 (:attr:`~sparklda.modes.base.Mode.batch_layout`): one task per core, the fewest rows of
@@ -101,12 +103,24 @@ def em_kernel(alpha, eta, w_eta):
 
 
 def _statistics(block: DocBlock, state) -> np.ndarray:
-    """A block's N^Φ rows: the state below its documents' N^Θ."""
+    """A block's N^Φ rows: the state below its documents' N^Θ (a kernel's or the
+    start's, not a kept one)."""
+    if state.shape[0] != block.n_docs + len(block.terms):
+        raise ValueError(
+            f"a MAP block state of {state.shape[0]} rows has no N^Φ rows for its "
+            f"{len(block.terms)} terms (a kept state holds N^Θ only)"
+        )
     return state[block.n_docs :]
 
 
+def _doc_topics(block: DocBlock, state) -> np.ndarray:
+    """What a block keeps between iterations: its documents' N^Θ (a view)."""
+    return state[: block.n_docs]
+
+
 def _state_rows(block: DocBlock) -> int:
-    return int(block.n_docs + len(block.terms))
+    """The rows of a kept state: one per document."""
+    return int(block.n_docs)
 
 
 # --------------------------------------------------------------------------
@@ -126,8 +140,8 @@ class MAP(StatefulMode[DocTopics]):
         super().__init__(corpus, params, initial_topic_word)
         self.state_bytes = int(corpus.n_train_docs) * self.k * self.dtype.itemsize
         log.info(
-            "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB in the cached "
-            "blocks (with each block's N^Φ rows)",
+            "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB of block states "
+            "(the N^Φ rows go with each round's statistics)",
             corpus.n_train_docs,
             self.k,
             self.dtype.name,
@@ -165,6 +179,9 @@ class MAP(StatefulMode[DocTopics]):
 
     def statistics(self):
         return _statistics
+
+    def kept_state(self):
+        return _doc_topics
 
     def set_initial(self, stats):
         self._set_stats(stats)

@@ -234,7 +234,7 @@ class ShardedExecutor(ClassicExecutor):
         sums = model.map(lambda e: e[2].sum(axis=0)).collect()
         self.checkpointer.materialized()
         self.model = model
-        nz = np.zeros(self.k)
+        nz = np.zeros(sums[0].shape if sums else self.k)  # CVB: N^Z and Var N^Z
         for col in sums:
             nz = nz + col
         mode.start_sharded(nz)

@@ -54,6 +54,7 @@ with large counts per cell (the planted tests) the two agree closely.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse
@@ -65,6 +66,7 @@ from ..kernels.random import Stream
 from ..params import DEFAULT_ALPHA
 from .base import StatefulMode
 from .priors import split_extras, with_extras
+from .seeds import add_seed_rows
 
 log = logging.getLogger("sparklda.modes.cvb0")
 
@@ -144,31 +146,90 @@ def init_state_fn(seed, vocab_size, k, dtype, alpha=None, foldin=True, random_sh
     return run
 
 
+def _sweep(block, gamma, rows, nz, var_rows, var_z, alpha, eta, w_eta, second_order):
+    """γ of ``block`` after one sweep against its terms' ``rows`` of N^Φ (and, for CVB,
+    ``var_rows`` of Var N^Φ), updated on a copy (the cached state is never modified)."""
+    gamma = np.array(gamma, order="C", copy=True)
+    if block.nnz:
+        cvb0_block(
+            block.indptr,
+            block.local,
+            block.counts.astype(gamma.dtype, copy=False),
+            gamma,
+            rows,
+            nz,
+            alpha,
+            eta,
+            w_eta,
+            second_order,
+            var_rows,
+            var_z if second_order else None,
+        )
+    return gamma
+
+
 def sweep_kernel(alpha, eta, w_eta, second_order):
     """One CVB0/CVB iteration over a block: γ updated on a copy (the cached state of
     the previous iteration is never modified)."""
 
     def run(value, block, gamma):
         nphi, nz, var_phi, var_z = value
-        gamma = np.array(gamma, order="C", copy=True)
-        if block.nnz:
-            rows = nphi[block.terms]
-            var_rows = var_phi[block.terms] if second_order else None
-            cvb0_block(
-                block.indptr,
-                block.local,
-                block.counts.astype(gamma.dtype, copy=False),
-                gamma,
-                rows,
-                nz,
-                alpha,
-                eta,
-                w_eta,
-                second_order,
-                var_rows,
-                var_z if second_order else None,
-            )
-        return gamma
+        rows = nphi[block.terms] if block.nnz else None
+        var_rows = var_phi[block.terms] if second_order and block.nnz else None
+        return _sweep(block, gamma, rows, nz, var_rows, var_z, alpha, eta, w_eta, second_order)
+
+    return run
+
+
+def served_sweep_kernel(alpha, eta, w_eta, second_order, k):
+    """:func:`sweep_kernel` with the model on the executors: the round value is
+    ``(terms, rows, N^Z, Var N^Z)``, ``rows`` the block's terms' rows as its shards
+    served them (:func:`served_rows`: N^Φ, and Var N^Φ beside it for CVB)."""
+
+    def run(value, block, gamma):
+        _, rows, nz, var_z = value
+        nphi_rows = np.ascontiguousarray(rows[:, :k])
+        var_rows = np.ascontiguousarray(rows[:, k:]) if second_order else None
+        return _sweep(block, gamma, nphi_rows, nz, var_rows, var_z, alpha, eta, w_eta, second_order)
+
+    return run
+
+
+def served_rows(dtype, seed_terms=None, seed_rows=None):
+    """``fetch(base, idx, terms)``: a shard's round value of its rows ``idx`` (global ids
+    ``terms``): the rows in the kernels' ``dtype`` and the seeded topics' pseudo-counts
+    added in that dtype, as the driver placement's round value has them."""
+    dtype = np.dtype(dtype)
+
+    def run(base, idx, terms):
+        rows = base[idx].astype(dtype)
+        if seed_terms is not None:
+            add_seed_rows(rows, terms, seed_terms, seed_rows)
+        return rows
+
+    return run
+
+
+def replace_rows(k: int, width: int, with_extras: bool) -> Callable:
+    """``update(old, terms, rows) -> (new rows, extras)`` of one term shard of a mode whose
+    merged statistics replace N^Φ (CVB0, CVB, MAP): its new rows are the merged ``rows``
+    at its local ``terms`` (the first ``width`` columns; zero elsewhere; ``terms`` None
+    when no block has a term of the shard), as the driver placement's dense statistics
+    have them; the extras are their column sums ``row_totals``, a learned α's statistics
+    ``prior_extras`` (the columns past ``width``) and ``nphi_change``, Σ|ΔN^Φ| over the
+    shard (when ``old`` has rows of the same width)."""
+
+    def run(old, terms, rows):
+        new = np.zeros((old.shape[0], width))
+        out: dict = {}
+        if rows is not None:
+            if with_extras:
+                rows, out["prior_extras"] = split_extras(rows, width)
+            new[terms] = rows[:, :width]
+        out["row_totals"] = new.sum(axis=0)
+        if old.shape[1] == width:
+            out["nphi_change"] = float(np.abs(new[:, :k] - old[:, :k]).sum())
+        return new, out
 
     return run
 
@@ -231,6 +292,13 @@ class CVB0(StatefulMode[Gamma]):
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
+        #: the model on the executors (``model_placement="executors"``): N^Φ (and CVB's
+        #: Var N^Φ beside it) lives there, sharded by term
+        #: (:mod:`sparklda.execution.sharded_stateful`); the driver keeps N^Z (Var N^Z)
+        self.sharded = params.model_placement == "executors"
+        #: the sharded rows collected (V×width), set by the executor that holds them
+        self.collect_base: Callable[[], np.ndarray] | None = None
+        self.start_base: np.ndarray | None = None  # sharded: the restored rows
         self.gamma_bytes = int(corpus.n_train_pairs) * self.k * self.dtype.itemsize
         log.info(
             "%s keeps γ for %d (document, term) pairs × %d topics in %s: %.1f MB "
@@ -262,12 +330,20 @@ class CVB0(StatefulMode[Gamma]):
         )
 
     def set_initial(self, stats):
-        self._set_stats(self._stat_rows(stats)[0])
+        if self.sharded:  # the shards hold the rows; their column sums came back
+            self._set_totals(stats.extra["row_totals"])
+        else:
+            self._set_stats(self._stat_rows(stats)[0])
         self.initial_topic_word = None
 
     @property
     def w_eta(self) -> float:
         return self.v * self.eta
+
+    @property
+    def width(self) -> int:
+        """Columns of the statistics rows: N^Φ, and Var N^Φ beside it for CVB."""
+        return self.k * (2 if self.second_order else 1)
 
     # -- per round -------------------------------------------------------
     def _stat_rows(self, stats):
@@ -275,7 +351,7 @@ class CVB0(StatefulMode[Gamma]):
         rows = stats.to_dense(self.v).rows
         if not self.params.optimize_alpha:
             return rows, None
-        return split_extras(rows, self.k * (2 if self.second_order else 1))
+        return split_extras(rows, self.width)
 
     def _set_stats(self, rows):
         k = self.k
@@ -285,8 +361,18 @@ class CVB0(StatefulMode[Gamma]):
             self.var_phi = np.ascontiguousarray(rows[:, k:])
             self.var_z = self.var_phi.sum(axis=0)
 
+    def _set_totals(self, totals):
+        """N^Z (and Var N^Z) from the column sums of the sharded rows."""
+        totals = np.asarray(totals, dtype=np.float64)
+        self.nz = totals[: self.k].copy()
+        if self.second_order:
+            self.var_z = totals[self.k : 2 * self.k].copy()
+
     def round_value(self, t):
         d = self.dtype
+        if self.sharded:  # the O(K) part: the shards serve each block its rows (fetch_rows)
+            nz = self.nz + self.seeds.totals() if self.seeds.active else self.nz
+            return nz.astype(d), self.var_z.astype(d) if self.second_order else None
         if self.seeds.active:
             # the seeds' pseudo-counts join N^Φ where the kernel reads it (N^Φ + η), and
             # their totals join N^Z (the kernel's N^Z + Wη)
@@ -303,9 +389,15 @@ class CVB0(StatefulMode[Gamma]):
         return self.nphi.astype(d), self.nz.astype(d), None, None
 
     def kernel(self, t):
+        if self.sharded:
+            return served_sweep_kernel(
+                self.alpha.copy(), self.eta, self.w_eta, self.second_order, self.k
+            )
         return sweep_kernel(self.alpha.copy(), self.eta, self.w_eta, self.second_order)
 
     def update(self, stats, t):
+        if self.sharded:
+            return self._update_sharded(stats, t)
         old = self.nphi
         rows, extras = self._stat_rows(stats)
         self._set_stats(rows)
@@ -320,13 +412,49 @@ class CVB0(StatefulMode[Gamma]):
             **self.priors.report(),
         }
 
+    def _update_sharded(self, stats, t):
+        """The shards replaced their rows by the merged statistics (:func:`replace_rows`);
+        their column sums, a learned α's statistics and the change came back."""
+        self._set_totals(stats.extra["row_totals"])
+        extras = stats.extra.get("prior_extras")
+        if self.params.optimize_alpha and extras is None:
+            extras = np.zeros(self.k + 1)
+        self.priors.minka_step(extras, self.pass_of(t))
+        tokens = self.count_seen(stats)
+        change = float(stats.extra.get("nphi_change", 0.0))
+        return {
+            "nphi_change": change / (2 * max(tokens, 1.0)),
+            "partitions": self.n_partitions,
+            **self.priors.report(),
+        }
+
+    def _rows(self) -> np.ndarray:
+        """N^Φ (and Var N^Φ beside it for CVB), V × width, float64."""
+        if not self.sharded:
+            if self.second_order:
+                return np.hstack([self.nphi, self.var_phi])
+            return self.nphi
+        if self.start_base is not None:
+            return self.start_base
+        if self.collect_base is None:
+            raise RuntimeError("the model is on the executors and no executor holds it")
+        return self.collect_base()
+
     def topic_word(self):
-        return self.seeds.added_to(self.nphi.copy())
+        if not self.sharded:
+            return self.seeds.added_to(self.nphi.copy())
+        return self.seeds.added_to(np.ascontiguousarray(self._rows()[:, : self.k]))
 
     def state(self):
-        out = {**super().state(), "nphi": self.nphi}
+        if not self.sharded:
+            out = {**super().state(), "nphi": self.nphi}
+            if self.second_order:
+                out["var_phi"] = self.var_phi
+            return out
+        rows = self._rows()
+        out = {**super().state(), "nphi": np.ascontiguousarray(rows[:, : self.k])}
         if self.second_order:
-            out["var_phi"] = self.var_phi
+            out["var_phi"] = np.ascontiguousarray(rows[:, self.k :])
         return out
 
     def restore(self, state):
@@ -334,8 +462,35 @@ class CVB0(StatefulMode[Gamma]):
         rows = np.array(state["nphi"], dtype=np.float64)
         if self.second_order:
             rows = np.hstack([rows, np.array(state["var_phi"], dtype=np.float64)])
-        self._set_stats(rows)
+        self._set_stats(rows)  # N^Z (Var N^Z) as the driver placement restores them
+        if self.sharded:  # the executor shards the rows before the next round
+            self.start_base = rows
+            self.nphi = self.var_phi = None
         self.initial_topic_word = None
+
+    # -- the model on the executors (model_placement "executors") -----------
+    #: the shards keep their rows in float64 only and cast the rows they serve
+    sharded_mirror = False
+
+    def initial_rows(self) -> tuple[np.ndarray | None, Callable | None, float | None]:
+        """The restored rows the executor shards after a resume (a fresh run's shards
+        are the merged statistics of the initial block states)."""
+        return self.start_base, None, None
+
+    def start_sharded(self, nz: np.ndarray) -> None:
+        """The executors hold the restored rows now (N^Z is already known)."""
+        self.start_base = None
+
+    def fetch_rows(self, t: int) -> Callable:
+        """A shard's round value of its rows (:func:`served_rows`)."""
+        if self.seeds.active:
+            return served_rows(self.dtype, self.seeds.terms, self.seeds.rows)
+        return served_rows(self.dtype)
+
+    def row_step(self, t: int) -> Callable:
+        """Each shard's rows replaced by the round's merged statistics (:func:`replace_rows`;
+        ``t`` = −1: the initial states')."""
+        return replace_rows(self.k, self.width, bool(self.params.optimize_alpha))
 
     def report(self):
         return {

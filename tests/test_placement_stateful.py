@@ -1,6 +1,6 @@
-"""The model on the executors for the stateful modes (issue 33): CVB0 and CVB keep their
-blocks' γ beside the blocks and N^Φ in term shards, and give the driver placement's
-model (sparklda/execution/sharded_stateful.py)."""
+"""The model on the executors for the stateful modes (issue 33): CVB0, CVB, MAP and Gibbs
+keep their blocks' states beside the blocks and N^Φ in term shards, and give the driver
+placement's model (sparklda/execution/sharded_stateful.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sparklda.api import fit
-from sparklda.modes.cvb0 import replace_rows, served_rows
+from sparklda.modes.sharded_rows import replace_rows, served_rows
 from sparklda.params import TrainParams
 from sparklda.training import Callback
 from tests.helpers import planted_source
@@ -68,9 +68,12 @@ def test_a_shards_served_rows_are_the_driver_placements_round_value_rows():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["cvb0", "map", "gibbs"])
 @pytest.mark.parametrize("tasks", [2, 8])
-def test_cvb0_on_the_executors_gives_the_driver_placements_model(source, tasks):
-    kw = {"algorithm": "cvb0", "parts_per_slice": tasks}
+def test_a_stateful_mode_on_the_executors_gives_the_driver_placements_model(
+    source, algorithm, tasks
+):
+    kw = {"algorithm": algorithm, "parts_per_slice": tasks}
     driver = _fit(source, **kw)
     sharded = _fit(source, model_placement="executors", **kw)
     _same(sharded, driver)
@@ -86,6 +89,14 @@ VARIANTS = {
     "cvb_float64": {"algorithm": "cvb", "dtype": "float64"},
     "cvb_learned_alpha": {"algorithm": "cvb", "optimize_alpha": True, "burnin": 0},
     "cvb0_learned_alpha": {"algorithm": "cvb0", "optimize_alpha": True, "burnin": 0},
+    "map_float64": {"algorithm": "map", "dtype": "float64"},
+    "gibbs_average": {"algorithm": "gibbs", "passes": 3, "gibbs_average": 2},
+    "gibbs_learned_alpha": {
+        "algorithm": "gibbs",
+        "passes": 6,  # one α step: 5 sweeps pooled after the first pass
+        "optimize_alpha": True,
+    },
+    "gibbs_seeded": {"algorithm": "gibbs", "seed_topics": {"0": ["w0", "w1"]}},
     "cvb0_seeded": {
         "algorithm": "cvb0",
         "seed_topics": {"0": ["w0", "w1"]},
@@ -106,7 +117,7 @@ def test_stateful_variants_on_the_executors_give_the_driver_placements_model(sou
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["cvb0", "cvb"])
+@pytest.mark.parametrize("algorithm", ["cvb0", "cvb", "map", "gibbs"])
 def test_a_stateful_warm_start_on_the_executors_gives_the_driver_placements_model(
     source, algorithm
 ):
@@ -131,11 +142,13 @@ class CrashAt(Callback):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["cvb0", "cvb"])
+@pytest.mark.parametrize("algorithm", ["cvb0", "cvb", "map", "gibbs"])
 def test_a_stateful_run_on_the_executors_resumes_to_the_driver_placements_model(
     source, tmp_path, algorithm
 ):
     kw = {"algorithm": algorithm, "parts_per_slice": 2, "passes": 5, "checkpoint_interval": 2}
+    if algorithm == "gibbs":  # the average of the last sweeps spans the resume
+        kw["gibbs_average"] = 4
     full = _fit(source, **kw)
     ck = str(tmp_path / "ck")
     sharded = {**kw, "model_placement": "executors", "checkpoint_dir": ck}

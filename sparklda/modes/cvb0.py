@@ -66,7 +66,7 @@ from ..kernels.random import Stream
 from ..params import DEFAULT_ALPHA
 from .base import StatefulMode
 from .priors import split_extras, with_extras
-from .seeds import add_seed_rows
+from .sharded_rows import ShardedRows, replace_rows, served_rows
 
 log = logging.getLogger("sparklda.modes.cvb0")
 
@@ -195,45 +195,6 @@ def served_sweep_kernel(alpha, eta, w_eta, second_order, k):
     return run
 
 
-def served_rows(dtype, seed_terms=None, seed_rows=None):
-    """``fetch(base, idx, terms)``: a shard's round value of its rows ``idx`` (global ids
-    ``terms``): the rows in the kernels' ``dtype`` and the seeded topics' pseudo-counts
-    added in that dtype, as the driver placement's round value has them."""
-    dtype = np.dtype(dtype)
-
-    def run(base, idx, terms):
-        rows = base[idx].astype(dtype)
-        if seed_terms is not None:
-            add_seed_rows(rows, terms, seed_terms, seed_rows)
-        return rows
-
-    return run
-
-
-def replace_rows(k: int, width: int, with_extras: bool) -> Callable:
-    """``update(old, terms, rows) -> (new rows, extras)`` of one term shard of a mode whose
-    merged statistics replace N^Φ (CVB0, CVB, MAP): its new rows are the merged ``rows``
-    at its local ``terms`` (the first ``width`` columns; zero elsewhere; ``terms`` None
-    when no block has a term of the shard), as the driver placement's dense statistics
-    have them; the extras are their column sums ``row_totals``, a learned α's statistics
-    ``prior_extras`` (the columns past ``width``) and ``nphi_change``, Σ|ΔN^Φ| over the
-    shard (when ``old`` has rows of the same width)."""
-
-    def run(old, terms, rows):
-        new = np.zeros((old.shape[0], width))
-        out: dict = {}
-        if rows is not None:
-            if with_extras:
-                rows, out["prior_extras"] = split_extras(rows, width)
-            new[terms] = rows[:, :width]
-        out["row_totals"] = new.sum(axis=0)
-        if old.shape[1] == width:
-            out["nphi_change"] = float(np.abs(new[:, :k] - old[:, :k]).sum())
-        return new, out
-
-    return run
-
-
 def pair_sums(block: DocBlock, values: np.ndarray) -> np.ndarray:
     """Σ_p m_p · values_p by the block's term rows, float64 (U, width)."""
     nnz = block.nnz
@@ -281,7 +242,7 @@ def statistics_fn(second_order, alpha=None):
 Gamma = np.ndarray
 
 
-class CVB0(StatefulMode[Gamma]):
+class CVB0(ShardedRows, StatefulMode[Gamma]):
     """Batch CVB0 (Asuncion et al. 2009; Eq. 3 of Foulds et al. 2013)."""
 
     name = "cvb0"
@@ -295,10 +256,7 @@ class CVB0(StatefulMode[Gamma]):
         #: the model on the executors (``model_placement="executors"``): N^Φ (and CVB's
         #: Var N^Φ beside it) lives there, sharded by term
         #: (:mod:`sparklda.execution.sharded_stateful`); the driver keeps N^Z (Var N^Z)
-        self.sharded = params.model_placement == "executors"
-        #: the sharded rows collected (V×width), set by the executor that holds them
-        self.collect_base: Callable[[], np.ndarray] | None = None
-        self.start_base: np.ndarray | None = None  # sharded: the restored rows
+        self._init_sharded(params)
         self.gamma_bytes = int(corpus.n_train_pairs) * self.k * self.dtype.itemsize
         log.info(
             "%s keeps γ for %d (document, term) pairs × %d topics in %s: %.1f MB "
@@ -434,11 +392,7 @@ class CVB0(StatefulMode[Gamma]):
             if self.second_order:
                 return np.hstack([self.nphi, self.var_phi])
             return self.nphi
-        if self.start_base is not None:
-            return self.start_base
-        if self.collect_base is None:
-            raise RuntimeError("the model is on the executors and no executor holds it")
-        return self.collect_base()
+        return self._sharded_rows()
 
     def topic_word(self):
         if not self.sharded:
@@ -469,18 +423,6 @@ class CVB0(StatefulMode[Gamma]):
         self.initial_topic_word = None
 
     # -- the model on the executors (model_placement "executors") -----------
-    #: the shards keep their rows in float64 only and cast the rows they serve
-    sharded_mirror = False
-
-    def initial_rows(self) -> tuple[np.ndarray | None, Callable | None, float | None]:
-        """The restored rows the executor shards after a resume (a fresh run's shards
-        are the merged statistics of the initial block states)."""
-        return self.start_base, None, None
-
-    def start_sharded(self, nz: np.ndarray) -> None:
-        """The executors hold the restored rows now (N^Z is already known)."""
-        self.start_base = None
-
     def fetch_rows(self, t: int) -> Callable:
         """A shard's round value of its rows (:func:`served_rows`)."""
         if self.seeds.active:

@@ -64,6 +64,30 @@ def test_a_shards_served_rows_are_the_driver_placements_round_value_rows():
     np.testing.assert_array_equal(got, whole[terms])
 
 
+def test_a_gibbs_shard_replaces_its_counts_and_sums_the_averaged_sweeps():
+    from sparklda.modes.gibbs import count_shard, served_counts
+
+    terms = np.array([0, 3])
+    first = np.array([[2.0, 1.0], [0.0, 5.0]])
+    base, out = count_shard(2, False, False)(np.zeros((5, 0)), terms, first)
+    assert base.shape == (5, 2) and "nphi_change" not in out
+    np.testing.assert_array_equal(out["row_totals"], [2.0, 6.0])
+    assert out["above_uint16"] == out["above_int32"] == 0.0
+    second = np.array([[1.0, 2.0], [70000.0, 0.0]])
+    base, out = count_shard(2, False, True)(base, terms, second)  # the first averaged sweep
+    np.testing.assert_array_equal(base[terms], np.hstack([second, second]))
+    assert out["nphi_change"] == 1 + 1 + 70000 + 5
+    assert out["above_uint16"] == 1.0 and out["above_int32"] == 0.0
+    base, _ = count_shard(2, False, True)(base, terms[:1], first[:1])  # term 3: no tokens
+    np.testing.assert_array_equal(base[terms, :2], [[2.0, 1.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(base[terms, 2:], [[3.0, 3.0], [70000.0, 0.0]])
+    # served as the driver placement ships the whole N^Φ: the smallest exact dtype
+    rows = served_counts(2, 0.0)(base, terms, terms)
+    assert rows.dtype == np.uint16
+    np.testing.assert_array_equal(rows, base[terms, :2])
+    assert served_counts(2, 65536.0)(base, terms, terms).dtype == np.int32
+
+
 # -- the same model as the driver placement -------------------------------------
 
 

@@ -208,7 +208,7 @@ class StatefulShardedExecutor(ShardedExecutor):
             self.model.glom()
             .zip(merged.glom())
             .map(replace_shard(mode.row_step(t), k))
-            .setName(f"sparklda {mode.name} model shards (round {t + 1})")
+            .setName(f"sparklda {mode.name} model shards ({_generation(t)})")
         )
         marked = self.checkpointer.update(new)
         summaries = new.map(lambda e: (e[0], e[4])).collect()
@@ -318,3 +318,7 @@ class StatefulShardedExecutor(ShardedExecutor):
 
 def _summary_bytes(st: TopicStats) -> int:
     return sum(int(v.nbytes) for v in st.extra.values() if isinstance(v, np.ndarray))
+
+
+def _generation(t: int) -> str:
+    return "initial" if t < 0 else f"round {t + 1}"

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
+from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
 from ..kernels.warm import settle_heap
 from ..stats import TopicStats, concat_shards
@@ -73,32 +74,38 @@ def serve_terms(fetch: Callable) -> Callable[[tuple], Iterator]:
     return run
 
 
+def one_per_batch(rdd):
+    """``rdd`` written one element per pickled batch (a pipelined identity map where its
+    serializer differs; PySpark's own ``_reserialize``). Two RDDs written so zip without
+    a Python pass that reads and writes each of them again (``RDD.zip`` re-batches
+    both sides of auto-batched RDDs), which for the block states would copy every γ."""
+    return rdd._reserialize(BatchedSerializer(CPickleSerializer(), 1))
+
+
 def advance_served(kernel: Callable, small: tuple, statistics: Callable) -> Callable:
-    """A partition's blocks advanced one round against the rows their shards served:
-    ``(block, new state, seconds, (packed statistics, seconds, served bytes))`` for each
-    ``(block, state, …)``, ``kernel((terms, rows, *small), block, state)``; an empty
-    block keeps its state and carries no statistics. A partition holds one block
-    (docs/architecture.md, "Corpus layout"), whose terms the served rows are."""
+    """A partition's block advanced one round against the rows its shards served: ``(block,
+    new state, seconds, (packed statistics, seconds, served bytes))`` for its ``((block,
+    state, …), served)``, ``kernel((terms, rows, *small), block, state)``; an empty block
+    keeps its state and carries no statistics. A partition holds one block
+    (docs/architecture.md, "Corpus layout"; the states and the served rows are zipped
+    one element a partition), whose terms the served rows are."""
 
     def run(pairs: Iterable) -> Iterator:
         settle_heap()
-        for items, served in pairs:
+        for (block, state, *_), served in pairs:
+            if block.n_docs == 0:
+                yield block, state, 0.0, None
+                continue
             pieces = sorted((piece for _, piece in served), key=lambda piece: piece[0])
-            if sum(1 for block, *_ in items if block.n_docs) > 1:
-                raise ValueError("a partition of the block states holds more than one block")
-            for block, state, *_ in items:
-                if block.n_docs == 0:
-                    yield block, state, 0.0, None
-                    continue
-                terms = np.concatenate([np.asarray(pc[1]) for pc in pieces])
-                rows = np.concatenate([pc[2] for pc in pieces])
-                t0 = time.perf_counter()
-                new_state = kernel((terms, rows, *small), block, state)
-                kernel_s = time.perf_counter() - t0
-                t1 = time.perf_counter()
-                packed = _pack(statistics(block, new_state))
-                carried = packed, time.perf_counter() - t1, float(rows.nbytes + terms.nbytes)
-                yield block, new_state, kernel_s, carried
+            terms = np.concatenate([np.asarray(pc[1]) for pc in pieces])
+            rows = np.concatenate([pc[2] for pc in pieces])
+            t0 = time.perf_counter()
+            new_state = kernel((terms, rows, *small), block, state)
+            kernel_s = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            packed = _pack(statistics(block, new_state))
+            carried = packed, time.perf_counter() - t1, float(rows.nbytes + terms.nbytes)
+            yield block, new_state, kernel_s, carried
 
     return run
 
@@ -239,8 +246,11 @@ class StatefulShardedExecutor(ShardedExecutor):
         value = mode.init_value()  # a warm start's φ̂ (None otherwise)
         bc = self.sc.broadcast(value) if value is not None else None
         t1 = time.perf_counter()
-        states = self.corpus.train.mapPartitions(
-            init_carrying(bc, mode.init_state(), mode.statistics()), preservesPartitioning=True
+        states = one_per_batch(
+            self.corpus.train.mapPartitions(
+                init_carrying(bc, mode.init_state(), mode.statistics()),
+                preservesPartitioning=True,
+            )
         ).setName(f"sparklda {mode.name} block states (initial)")
         self.state_checkpointer.update(states)
         self.states = states
@@ -284,12 +294,12 @@ class StatefulShardedExecutor(ShardedExecutor):
             .flatMap(serve_terms(mode.fetch_rows(t)))
             .partitionBy(len(parts), _identity)
         )
-        new_states = (
-            self.states.glom()
-            .zip(served.glom())
-            .mapPartitions(advance_served(mode.kernel(t), small, mode.statistics()))
-            .setName(f"sparklda {mode.name} block states (round {t + 1})")
-        )
+        new_states = one_per_batch(
+            self.states.zip(one_per_batch(served.glom())).mapPartitions(
+                advance_served(mode.kernel(t), small, mode.statistics()),
+                preservesPartitioning=True,
+            )
+        ).setName(f"sparklda {mode.name} block states (round {t + 1})")
         self.state_checkpointer.update(new_states)
         self.states = new_states
         t1 = time.perf_counter()

@@ -8,7 +8,9 @@ means.
 State. γ is kept per (document, distinct term) pair beside each cached
 partition block ((nnz, K) in the run's dtype; the mode contract's block
 state, :mod:`sparklda.modes.base`); the driver keeps N^Φ (V×K, float64) and
-N^Z, plus Var N^Φ and Var N^Z for CVB.
+N^Z, plus Var N^Φ and Var N^Z for CVB. With ``model_placement="executors"`` N^Φ
+(and Var N^Φ beside it) lives in term shards on the executors and the driver keeps
+N^Z and Var N^Z (:mod:`sparklda.modes.sharded_rows`).
 
 A round is one iteration over every partition (``rounds_per_pass`` = 1, so
 ``passes`` counts iterations):

@@ -5,7 +5,9 @@ Welling 2009; lecture notes 003, section 3.2, Eq. 52), with SparseLDA's sampler
 State. Each cached block keeps one topic per token occurrence (a pair with count c
 carries c of them, in pair order), uint16 when K ≤ 65535, else int32: the mode
 contract's block state (:mod:`sparklda.modes.base`), checkpointed with the blocks by
-the executor like CVB0's γ. The driver keeps the exact counts N^Φ (V×K) and N^Z.
+the executor like CVB0's γ. The driver keeps the exact counts N^Φ (V×K) and N^Z (with
+``model_placement="executors"``, N^Z only: the counts, and their sum over the averaged
+sweeps, live in term shards, :mod:`sparklda.modes.sharded_rows`).
 
 A round is one sweep over every partition (``rounds_per_pass`` = 1, so ``passes``
 counts sweeps):

@@ -22,7 +22,9 @@ changes, the model does not depend on the partitioning (up to the order of the s
 and the corpus is laid out as one slice when ``minibatch_size`` is unset
 (:attr:`~sparklda.modes.base.Mode.batch_layout`): one task per core, the fewest rows of
 statistics. The driver keeps N^Φ (V×K, float64) and
-N^Z. A round is one iteration over every partition (``rounds_per_pass`` = 1).
+N^Z (with ``model_placement="executors"``, N^Z only: N^Φ lives in term shards,
+:mod:`sparklda.modes.sharded_rows`). A round is one iteration over every partition
+(``rounds_per_pass`` = 1).
 
 Start: CVB0's (:func:`sparklda.modes.cvb0.initial_gamma`): random topics keyed by
 (seed, term), each document's θ folded in against them, γ_p ∝ topic row · θ; the

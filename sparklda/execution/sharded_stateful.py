@@ -60,13 +60,13 @@ def _identity(i: int) -> int:
 
 
 def serve_terms(fetch: Callable) -> Callable[[tuple], Iterator]:
-    """One shard's answer to every block's request: ``(partition, (shard, terms, rows))``
-    with ``rows = fetch(base, local rows, terms)`` (the mode's round value of those
-    terms; ``terms`` are the global ids)."""
+    """One shard's answer to every block's request (``(requests, shard)``: the shard's
+    requests and its model entry): ``(partition, (shard, terms, rows))`` with ``rows =
+    fetch(base, local rows, terms)`` (the mode's round value of those terms; ``terms``
+    are the global ids)."""
 
     def run(pair):
-        requests, shards = pair
-        s, lo, base, _, _ = shards[0]
+        requests, (s, lo, base, _, _) = pair
         for _, (p, terms) in requests:
             t = np.asarray(terms, dtype=np.int64)
             yield p, (s, terms, fetch(base, t - lo, t))
@@ -78,7 +78,9 @@ def one_per_batch(rdd):
     """``rdd`` written one element per pickled batch (a pipelined identity map where its
     serializer differs; PySpark's own ``_reserialize``). Two RDDs written so zip without
     a Python pass that reads and writes each of them again (``RDD.zip`` re-batches
-    both sides of auto-batched RDDs), which for the block states would copy every γ."""
+    both sides of auto-batched RDDs), which for the block states would copy every γ and
+    for the shards every row. The states, the shards and the requests grouped by shard
+    hold one element a partition."""
     return rdd._reserialize(BatchedSerializer(CPickleSerializer(), 1))
 
 
@@ -151,14 +153,14 @@ def carried_statistics(items: Iterable) -> Iterator[TopicStats]:
 
 
 def replace_shard(update: Callable, k: int) -> Callable[[tuple], tuple]:
-    """A shard's next generation: ``update(old rows, local terms, merged rows) -> (new
-    rows, summary extras)`` (``terms``/``rows`` None when no block has a term of the
-    shard); the summary (no rows: the round's counts and timings and the update's O(K)
-    extras) travels with it to the driver."""
+    """A shard's next generation from ``(its model entry, its merged statistics)``:
+    ``update(old rows, local terms, merged rows) -> (new rows, summary extras)``
+    (``terms``/``rows`` None when no block has a term of the shard); the summary (no
+    rows: the round's counts and timings and the update's O(K) extras) travels with it
+    to the driver."""
 
     def run(pair):
-        shards, merged = pair
-        s, lo, base, _, _ = shards[0]
+        (s, lo, base, _, _), merged = pair
         st = merged[0][1] if merged else None
         extra = dict(st.extra) if st is not None else {}
         timings = dict(st.timings) if st is not None else {}
@@ -184,16 +186,21 @@ class StatefulShardedExecutor(ShardedExecutor):
         # the block states' lineage is cut as the shards' (ClassicExecutor.load_states)
         self.checkpoint_interval = self.lineage_interval
         self.state_checkpointer: PeriodicCheckpointer | None = None
+        self.grouped = None  # RDD: each shard's requests, one list a partition
 
     def _requests(self):
-        if self.requests is None:
-            self.requests = (
-                self.corpus.train.mapPartitionsWithIndex(request_pieces(self.bounds))
-                .partitionBy(self.n_shards, _shard_partition)
+        """The blocks' requests, one list a shard (cached), zipped with the shards."""
+        if self.grouped is None:
+            self.grouped = (
+                one_per_batch(
+                    self.corpus.train.mapPartitionsWithIndex(request_pieces(self.bounds))
+                    .partitionBy(self.n_shards, _shard_partition)
+                    .glom()
+                )
                 .setName("sparklda model requests (block terms by shard)")
                 .cache()
             )
-        return self.requests
+        return self.grouped
 
     def _states_checkpointer(self, mode) -> PeriodicCheckpointer:
         return PeriodicCheckpointer(self.sc, self.lineage_interval, f"the {mode.name} block states")
@@ -211,12 +218,9 @@ class StatefulShardedExecutor(ShardedExecutor):
             .partitionBy(n, _shard_partition)
             .mapPartitions(merge_pieces)
         )
-        new = (
-            self.model.glom()
-            .zip(merged.glom())
-            .map(replace_shard(mode.row_step(t), k))
-            .setName(f"sparklda {mode.name} model shards ({_generation(t)})")
-        )
+        new = one_per_batch(
+            self.model.zip(one_per_batch(merged.glom())).map(replace_shard(mode.row_step(t), k))
+        ).setName(f"sparklda {mode.name} model shards ({_generation(t)})")
         marked = self.checkpointer.update(new)
         summaries = new.map(lambda e: (e[0], e[4])).collect()
         self.state_checkpointer.materialized()
@@ -233,7 +237,7 @@ class StatefulShardedExecutor(ShardedExecutor):
             lo, hi = int(bounds[s]), int(bounds[s + 1])
             return s, lo, np.zeros((hi - lo, 0)), None, None
 
-        return self.sc.parallelize(range(self.n_shards), self.n_shards).map(empty)
+        return one_per_batch(self.sc.parallelize(range(self.n_shards), self.n_shards).map(empty))
 
     # -- the initial states ------------------------------------------------------
     def init_states(self, mode) -> RoundOutput:
@@ -284,13 +288,13 @@ class StatefulShardedExecutor(ShardedExecutor):
     def run_round(self, mode, t: int) -> RoundOutput:
         if self.model is None:  # resumed: the shards start from the restored N^Φ
             self._start(mode)
-        assert self.state_checkpointer is not None and self.requests is not None
+        assert self.state_checkpointer is not None
         t0 = time.perf_counter()
         small = tuple(mode.round_value(t))
         parts = mode.round_partitions(t)
         served = (
-            self.requests.glom()
-            .zip(self.model.glom())
+            self._requests()
+            .zip(self.model)
             .flatMap(serve_terms(mode.fetch_rows(t)))
             .partitionBy(len(parts), _identity)
         )
@@ -320,6 +324,9 @@ class StatefulShardedExecutor(ShardedExecutor):
         return out
 
     def close(self) -> None:
+        if self.grouped is not None:
+            self.grouped.unpersist()
+            self.grouped = None
         if self.state_checkpointer is not None:
             self.state_checkpointer.close()
             self.state_checkpointer = None

@@ -29,6 +29,7 @@ from .execution import (
     RoundOutput,
     ShardedExecutor,
     ShardedTopics,
+    StatefulShardedExecutor,
     backend_of,
     driver_limits,
     evaluator_spec,
@@ -199,6 +200,8 @@ def make_executor(corpus: Corpus, params: TrainParams, mode: Mode) -> Executor:
     (RDDs, or DataFrames for a corpus built on the DataFrame path), a stateful mode's
     states checkpointed every ``checkpoint_interval``."""
     if params.model_placement == "executors":
+        if mode.stateful:
+            return StatefulShardedExecutor(corpus, params.checkpoint_interval)
         return ShardedExecutor(corpus, params.checkpoint_interval)
     interval = params.checkpoint_interval if mode.stateful else 0
     return backend_of(corpus).executor(corpus, interval, params.combine)

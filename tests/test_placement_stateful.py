@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from sparklda.api import fit
+from sparklda.execution import ShardedExecutor
+from sparklda.execution.topics import ShardedTopics
 from sparklda.modes.sharded_rows import replace_rows, served_rows
 from sparklda.params import TrainParams
 from sparklda.training import Callback
@@ -186,3 +188,49 @@ def test_a_stateful_run_on_the_executors_resumes_to_the_driver_placements_model(
     # the shards' and the states' lineage is cut every checkpoint_interval rounds
     assert any(r["checkpointed"] for r in resumed.rounds[2:])
     assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[2:])
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("the V×K statistics were collected to the driver")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "algorithm, extra",
+    [
+        ("cvb0", {"seed_topics": {"0": ["w0", "w1"]}, "seed_confidence": 0.5}),
+        ("cvb", {}),
+        ("map", {}),
+        ("gibbs", {"gibbs_average": 3, "seed_topics": {"0": ["w0", "w1"]}}),
+    ],
+)
+def test_a_stateful_mode_on_the_executors_ends_with_a_sharded_model_never_collected(
+    source, tmp_path, monkeypatch, algorithm, extra
+):
+    kw = {
+        "algorithm": algorithm,
+        "parts_per_slice": 2,
+        "passes": 4,
+        "checkpoint_interval": 2,
+        "eval_every": 1,
+        **extra,
+    }
+    full = _fit(source, **kw)
+    sharded = {**kw, "model_placement": "executors", "checkpoint_dir": str(tmp_path / "ck")}
+    with monkeypatch.context() as m:  # evaluation, checkpoints, resume, the model: shards
+        m.setattr(ShardedExecutor, "collect_base", _refuse)
+        m.setattr(ShardedTopics, "collect", _refuse)
+        with pytest.raises(Crash):
+            _fit(source, callbacks=[CrashAt(3)], **sharded)
+        resumed = _fit(source, resume=True, **sharded)
+    assert resumed.report["resumed_after_round"] == 2
+    assert resumed.model.sharded
+    _same(resumed, full)
+    for ev, ref in zip(resumed.evaluations, full.evaluations, strict=True):
+        assert ev["heldout_loglik"] == pytest.approx(ref["heldout_loglik"], rel=1e-9)
+    # the driver placement resumes from the same shards, collected (they fit)
+    with pytest.raises(Crash):
+        _fit(source, callbacks=[CrashAt(3)], **sharded)
+    on_driver = _fit(source, resume=True, **{**sharded, "model_placement": "driver"})
+    assert on_driver.report["resumed_after_round"] == 2
+    _same(on_driver, full)

@@ -178,8 +178,9 @@ class StatefulShardedExecutor(ShardedExecutor):
     """Rounds of a stateful mode whose N^Φ lives on the executors (module docstring).
     The mode supplies, besides the stateful contract, ``fetch_rows(t)``, ``row_step(t)``
     (the shard's replacement of its rows), ``round_value(t)`` (the O(K) part only),
-    ``initial_rows()`` (after a resume) and reads the collected model through
-    ``collect_base``."""
+    ``initial_rows()`` (after a resume), ``shard_topic_word()`` (its model's rows from a
+    shard's: :meth:`topics`, read where they live; ``collect_base`` only when a caller
+    asks for the array)."""
 
     def __init__(self, corpus, checkpoint_interval: int = 0, n_shards: int | None = None):
         super().__init__(corpus, checkpoint_interval, n_shards)
@@ -264,6 +265,7 @@ class StatefulShardedExecutor(ShardedExecutor):
         if bc is not None:
             self.state_checkpointer.hold(bc)
         mode.collect_base = self.collect_base
+        mode.held_topics = self.topics  # evaluation, checkpoints, the model: the shards
         t2 = time.perf_counter()
         return self._output(shards, {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0}, 0)
 

@@ -162,10 +162,12 @@ class ShardedTopics:
         return [v for _, v in sorted(out, key=lambda e: e[0])]
 
     def column_sums(self) -> np.ndarray:
-        """Σ_w of the rows per topic (K,), summed shard by shard in shard order."""
+        """Σ_w of the rows per topic (K,), summed shard by shard in shard order (per
+        column of the rows: a stateful mode's checkpointed rows may be wider than K)."""
         if self._sums is None:
-            total = np.zeros(self.k)
-            for col in self._per_shard(lambda lo, rows: rows.sum(axis=0)):
+            sums = self._per_shard(lambda lo, rows: rows.sum(axis=0))
+            total = np.zeros(sums[0].shape if sums else self.k)
+            for col in sums:
                 total = total + col
             self._sums = total
         return self._sums

@@ -62,13 +62,14 @@ import numpy as np
 import scipy.sparse
 
 from ..block import DocBlock
+from ..execution.topics import ShardedTopics
 from ..kernels import cvb0_block, cvb0_init_gamma, foldin_block, uniform_matrix
 from ..kernels.priors import doc_prior_stats
 from ..kernels.random import Stream
 from ..params import DEFAULT_ALPHA
 from .base import StatefulMode
 from .priors import split_extras, with_extras
-from .sharded_rows import ShardedRows, replace_rows, served_rows
+from .sharded_rows import ShardedRows, replace_rows, served_rows, shard_summary, topic_rows
 
 log = logging.getLogger("sparklda.modes.cvb0")
 
@@ -407,6 +408,8 @@ class CVB0(ShardedRows, StatefulMode[Gamma]):
             if self.second_order:
                 out["var_phi"] = self.var_phi
             return out
+        if self.state_on_executors():  # the checkpoint writes the shards (sharded_key)
+            return super().state()
         rows = self._rows()
         out = {**super().state(), "nphi": np.ascontiguousarray(rows[:, : self.k])}
         if self.second_order:
@@ -415,14 +418,29 @@ class CVB0(ShardedRows, StatefulMode[Gamma]):
 
     def restore(self, state):
         super().restore(state)
-        rows = np.array(state["nphi"], dtype=np.float64)
-        if self.second_order:
-            rows = np.hstack([rows, np.array(state["var_phi"], dtype=np.float64)])
+        held = state.get(self.sharded_key)
+        if isinstance(held, ShardedTopics):  # the executors' rows: N^Z from their sums
+            self._set_totals(shard_summary(held, self.k)[1])
+            self.start_base, self.nphi, self.var_phi = held, None, None
+            self.initial_topic_word = None
+            return
+        if held is not None:  # a sharded checkpoint collected for the driver placement
+            rows = np.array(held, dtype=np.float64)
+        else:
+            rows = np.array(state["nphi"], dtype=np.float64)
+            if self.second_order:
+                rows = np.hstack([rows, np.array(state["var_phi"], dtype=np.float64)])
         self._set_stats(rows)  # N^Z (Var N^Z) as the driver placement restores them
         if self.sharded:  # the executor shards the rows before the next round
             self.start_base = rows
             self.nphi = self.var_phi = None
         self.initial_topic_word = None
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """A shard's rows of :meth:`topic_word`: its N^Φ plus the seeds' pseudo-counts."""
+        if self.seeds.active:
+            return topic_rows(0, self.k, None, self.seeds.terms, self.seeds.rows)
+        return topic_rows(0, self.k)
 
     # -- the model on the executors (model_placement "executors") -----------
     def fetch_rows(self, t: int) -> Callable:

@@ -51,6 +51,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..block import DocBlock
+from ..execution.topics import ShardedTopics
 from ..kernels.gibbs import (
     assignment_dtype,
     count_refresh,
@@ -65,7 +66,7 @@ from ..stats import normalize_topics
 from .base import StatefulMode
 from .priors import split_extras, with_extras
 from .seeds import add_seed_rows
-from .sharded_rows import ShardedRows
+from .sharded_rows import ShardedRows, shard_summary, topic_rows
 
 log = logging.getLogger("sparklda.modes.gibbs")
 
@@ -390,7 +391,9 @@ class Gibbs(ShardedRows, StatefulMode[Assignments]):
 
     # -- checkpoints -------------------------------------------------------
     def state(self):
-        if self.sharded:
+        if self.sharded and self.state_on_executors():  # the checkpoint writes the shards
+            nphi, avg_sum = None, None
+        elif self.sharded:
             rows = self._sharded_rows()
             nphi = np.ascontiguousarray(rows[:, : self.k])
             avg_sum = np.ascontiguousarray(rows[:, self.k :]) if rows.shape[1] > self.k else None
@@ -398,10 +401,11 @@ class Gibbs(ShardedRows, StatefulMode[Assignments]):
             nphi, avg_sum = self.nphi, self.avg_sum
         out = {
             **super().state(),
-            "nphi": nphi,
             "avg_count": self.avg_count,
             "average_from": self.average_from,
         }
+        if nphi is not None:
+            out["nphi"] = nphi
         if avg_sum is not None:
             out["avg_sum"] = avg_sum
         if self.alpha_pool is not None:
@@ -411,25 +415,64 @@ class Gibbs(ShardedRows, StatefulMode[Assignments]):
 
     def restore(self, state):
         super().restore(state)
+        held = state.get(self.sharded_key)
+        if isinstance(held, ShardedTopics):
+            self._restore_held(state, held)
+            return
+        if held is not None:  # a sharded checkpoint collected for the driver placement
+            rows = np.array(held, dtype=np.float64)
+            state = {**state, "nphi": rows[:, : self.k]}
+            if rows.shape[1] > self.k:
+                state["avg_sum"] = rows[:, self.k :]
         self.nphi = np.array(state["nphi"], dtype=np.float64)
         self.nz = self.nphi.sum(axis=0)
         self.nphi_top = None
         self.avg_count, self.avg_sum = 0, None
-        if int(state.get("average_from", -1)) == self.average_from and "avg_sum" in state:
+        if self._average_kept(state, "avg_sum" in state):
             self.avg_count = int(state["avg_count"])
             self.avg_sum = np.array(state["avg_sum"], dtype=np.float64)
-        elif "avg_sum" in state:
-            # resumed with other passes or gibbs_average: the average restarts here
-            log.info("Gibbs: the average of the last sweeps restarts after the resume")
-        self.alpha_pool, self.alpha_pooled = None, 0
-        if state.get("alpha_pool") is not None:  # resumed between two α steps
-            self.alpha_pool = np.array(state["alpha_pool"], dtype=np.float64)
-            self.alpha_pooled = int(state["alpha_pooled"])
+        self._restore_pool(state)
         if self.sharded:  # the executor shards the counts (and the sum) before the next round
             rows = self.nphi if self.avg_sum is None else np.hstack([self.nphi, self.avg_sum])
             self.nphi_top = float(self.nphi.max(initial=0))  # the driver's round_value's
             self.start_base, self.nphi, self.avg_sum = rows, None, None
         self.initial_topic_word = None
+
+    def _restore_held(self, state, held: ShardedTopics) -> None:
+        """Restore from the shards a checkpoint's executors wrote: N^Z and the largest
+        count from them (one job); the average's sum columns dropped when it restarts."""
+        k = self.k
+        width, totals, top = shard_summary(held, k)
+        self.nz, self.nphi_top = totals[:k].copy(), top
+        self.avg_count, self.nphi, self.avg_sum = 0, None, None
+        if self._average_kept(state, width > k):
+            self.avg_count = int(state["avg_count"])
+        elif width > k:
+            held = held.map_rows(lambda lo, rows: np.ascontiguousarray(rows[:, :k]))
+        self._restore_pool(state)
+        self.start_base = held
+        self.initial_topic_word = None
+
+    def _average_kept(self, state, has_sum: bool) -> bool:
+        if int(state.get("average_from", -1)) == self.average_from and has_sum:
+            return True
+        if has_sum:  # resumed with other passes or gibbs_average: the average restarts here
+            log.info("Gibbs: the average of the last sweeps restarts after the resume")
+        return False
+
+    def _restore_pool(self, state) -> None:
+        self.alpha_pool, self.alpha_pooled = None, 0
+        if state.get("alpha_pool") is not None:  # resumed between two α steps
+            self.alpha_pool = np.array(state["alpha_pool"], dtype=np.float64)
+            self.alpha_pooled = int(state["alpha_pooled"])
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """A shard's rows of :meth:`topic_word`: the average of the summed sweeps (its
+        columns past K over their count), else its counts; plus the seeds' pseudo-counts."""
+        seeds = (self.seeds.terms, self.seeds.rows) if self.seeds.active else (None, None)
+        if self.avg_count:
+            return topic_rows(self.k, self.k, float(self.avg_count), *seeds)
+        return topic_rows(0, self.k, None, *seeds)
 
     # -- the model on the executors (model_placement "executors") -----------
     def fetch_rows(self, t: int) -> Callable:

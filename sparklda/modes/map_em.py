@@ -52,10 +52,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ..block import DocBlock
+from ..execution.topics import ShardedTopics
 from ..kernels import map_block
 from .base import StatefulMode
 from .cvb0 import doc_sums, initial_gamma, pair_sums
-from .sharded_rows import ShardedRows, replace_rows, served_rows
+from .sharded_rows import ShardedRows, replace_rows, served_rows, shard_summary, topic_rows
 
 log = logging.getLogger("sparklda.modes.map_em")
 
@@ -236,16 +237,28 @@ class MAP(ShardedRows, StatefulMode[DocTopics]):
 
     # -- checkpoints -------------------------------------------------------
     def state(self):
+        if self.sharded and self.state_on_executors():  # the checkpoint writes the shards
+            return super().state()
         nphi = self._sharded_rows() if self.sharded else self.nphi
         return {**super().state(), "nphi": nphi}
 
     def restore(self, state):
         super().restore(state)
-        self.nphi = np.array(state["nphi"], dtype=np.float64)
+        held = state.get(self.sharded_key)
+        if isinstance(held, ShardedTopics):  # the executors' rows: N^Z from their sums
+            self.nz = shard_summary(held, self.k)[1]
+            self.start_base, self.nphi = held, None
+            self.initial_topic_word = None
+            return
+        self.nphi = np.array(state["nphi"] if held is None else held, dtype=np.float64)
         self.nz = self.nphi.sum(axis=0)
         if self.sharded:  # the executor shards N^Φ before the next round
             self.start_base, self.nphi = self.nphi, None
         self.initial_topic_word = None
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """A shard's rows of :meth:`topic_word`: its N^Φ."""
+        return topic_rows(0, self.k)
 
     # -- the model on the executors (model_placement "executors") -----------
     def fetch_rows(self, t: int) -> Callable:

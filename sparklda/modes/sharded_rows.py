@@ -17,10 +17,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..execution.topics import ShardedTopics
 from .priors import split_extras
 from .seeds import add_seed_rows
 
-__all__ = ["ShardedRows", "replace_rows", "served_rows"]
+__all__ = ["ShardedRows", "replace_rows", "served_rows", "topic_rows"]
 
 
 def served_rows(dtype, seed_terms=None, seed_rows=None, width=None) -> Callable:
@@ -63,6 +64,34 @@ def replace_rows(k: int, width: int, with_extras: bool) -> Callable:
     return run
 
 
+def topic_rows(start: int, k: int, divisor=None, seed_terms=None, seed_rows=None) -> Callable:
+    """``rows(first term, shard rows) -> its rows of topic_word``: the ``k`` columns from
+    ``start`` (divided by ``divisor`` when given: Gibbs's average), plus the seeded
+    topics' pseudo-counts of the shard's terms, the driver's ``topic_word`` row by row."""
+    terms = None if seed_terms is None else np.asarray(seed_terms, dtype=np.int64)
+
+    def run(lo: int, base: np.ndarray) -> np.ndarray:
+        cols = base[:, start : start + k]
+        out = cols / divisor if divisor else np.array(cols, dtype=np.float64)
+        if terms is not None:
+            mine = (terms >= lo) & (terms < lo + len(base))
+            out[terms[mine] - lo] += seed_rows[mine]
+        return out
+
+    return run
+
+
+def shard_summary(rows, k: int) -> tuple[int, np.ndarray, float]:
+    """Restored sharded rows' (width, column sums summed shard by shard in shard order,
+    largest of the first ``k`` columns), one job."""
+    got = rows._per_shard(lambda lo, b: (b.shape[1], b.sum(axis=0), float(b[:, :k].max(initial=0))))
+    width = max((w for w, _, _ in got), default=k)
+    total = np.zeros(width)
+    for _, col, _ in got:
+        total = total + col
+    return width, total, max((m for _, _, m in got), default=0.0)
+
+
 class ShardedRows:
     """What a stateful mode adds to keep its rows on the executors: ``sharded`` (the
     placement), ``collect_base`` (set by the executor holding the rows: V × width
@@ -71,9 +100,12 @@ class ShardedRows:
 
     #: the shards keep their rows in float64 only and cast the rows they serve
     sharded_mirror: ClassVar[bool] = False
+    #: the V × width rows held by the executors: :meth:`state` leaves them out then and
+    #: a checkpoint writes the shards (docs/architecture.md, "After the rounds")
+    sharded_key: ClassVar[str | None] = "rows"
     sharded: bool
     collect_base: Callable[[], np.ndarray] | None
-    start_base: np.ndarray | None
+    start_base: np.ndarray | ShardedTopics | None
 
     def _init_sharded(self, params: Any) -> None:
         self.sharded = params.model_placement == "executors"
@@ -82,6 +114,8 @@ class ShardedRows:
 
     def _sharded_rows(self) -> np.ndarray:
         """The rows (V × width, float64): restored, or collected from the executors."""
+        if isinstance(self.start_base, ShardedTopics):
+            return self.start_base.collect()
         if self.start_base is not None:
             return self.start_base
         if self.collect_base is None:

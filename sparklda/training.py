@@ -185,7 +185,9 @@ def train(
     placement = resolve_placement(corpus, params)
     if placement != params.model_placement:
         params = replace(params, model_placement=placement)
-    if isinstance(initial_topic_word, ShardedTopics) and placement != "executors":
+    if isinstance(initial_topic_word, ShardedTopics) and (
+        placement != "executors" or MODES[params.algorithm].stateful
+    ):  # a stateful mode's warm start still reaches its initial states as a broadcast
         initial_topic_word = initial_topic_word.collect(what="The initial model (warm start)")
     check_model_memory(corpus.vocab_size, params.k, params.dtype, placement=placement)
     start = clock_start if clock_start is not None else time.perf_counter()

@@ -234,3 +234,20 @@ def test_a_stateful_mode_on_the_executors_ends_with_a_sharded_model_never_collec
     on_driver = _fit(source, resume=True, **{**sharded, "model_placement": "driver"})
     assert on_driver.report["resumed_after_round"] == 2
     _same(on_driver, full)
+
+
+@pytest.mark.slow
+def test_a_stateful_warm_start_from_a_sharded_model_collects_it_for_the_initial_states(
+    source, tmp_path
+):
+    from sparklda.model import TopicModel
+
+    kw = {"algorithm": "cvb0", "passes": 1, "parts_per_slice": 2}
+    first = _fit(source, **kw)
+    path = str(tmp_path / "m")
+    first.model.save(path)
+    initial = TopicModel.load(path, max_driver_bytes=0)
+    assert initial.sharded
+    driver = _fit(source, initial_model=first.model, seed=5, **kw)
+    sharded = _fit(source, initial_model=initial, seed=5, model_placement="executors", **kw)
+    _same(sharded, driver)

@@ -369,10 +369,10 @@ class ShardedTopics:
     def write_chunks(self, spark, path: str) -> None:
         """The rows, bit for bit, as Parquet at ``path``: ``(first term, rows of at most
         :data:`CHUNK_BYTES` as np.save bytes)`` written by the executors."""
-        step = max(1, CHUNK_BYTES // (8 * max(self.k, 1)))
 
         def chunks(e):
             _, lo, rows = e
+            step = max(1, CHUNK_BYTES // (8 * max(rows.shape[1], 1)))  # wider rows: CVB's
             for i in range(0, len(rows), step):
                 buf = io.BytesIO()
                 np.save(buf, np.ascontiguousarray(rows[i : i + step]), allow_pickle=False)

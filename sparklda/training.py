@@ -29,6 +29,7 @@ from .execution import (
     RoundOutput,
     ShardedExecutor,
     ShardedTopics,
+    StatefulShardedExecutor,
     backend_of,
     driver_limits,
     evaluator_spec,
@@ -184,7 +185,9 @@ def train(
     placement = resolve_placement(corpus, params)
     if placement != params.model_placement:
         params = replace(params, model_placement=placement)
-    if isinstance(initial_topic_word, ShardedTopics) and placement != "executors":
+    if isinstance(initial_topic_word, ShardedTopics) and (
+        placement != "executors" or MODES[params.algorithm].stateful
+    ):  # a stateful mode's warm start still reaches its initial states as a broadcast
         initial_topic_word = initial_topic_word.collect(what="The initial model (warm start)")
     check_model_memory(corpus.vocab_size, params.k, params.dtype, placement=placement)
     start = clock_start if clock_start is not None else time.perf_counter()
@@ -199,6 +202,8 @@ def make_executor(corpus: Corpus, params: TrainParams, mode: Mode) -> Executor:
     (RDDs, or DataFrames for a corpus built on the DataFrame path), a stateful mode's
     states checkpointed every ``checkpoint_interval``."""
     if params.model_placement == "executors":
+        if mode.stateful:
+            return StatefulShardedExecutor(corpus, params.checkpoint_interval)
         return ShardedExecutor(corpus, params.checkpoint_interval)
     interval = params.checkpoint_interval if mode.stateful else 0
     return backend_of(corpus).executor(corpus, interval, params.combine)

@@ -30,14 +30,20 @@ def test_model_placement_defaults_to_the_driver_and_takes_three_values():
         TrainParams(model_placement="gpu").validate()
 
 
-def test_executors_placement_is_refused_for_modes_without_a_sharded_update():
-    with pytest.raises(
-        ParamError, match=r"'cvb0' algorithm does not support yet \(only \['scvb0', 'svb'\]\)"
-    ):
-        TrainParams(algorithm="cvb0", model_placement="executors").validate()
+def test_every_algorithm_takes_the_executors_placement_but_a_learned_eta(monkeypatch):
+    from sparklda.params import ALGORITHMS
+
+    for algorithm in ALGORITHMS:
+        TrainParams(algorithm=algorithm, model_placement="executors").validate()
     with pytest.raises(ParamError, match=r"does not learn η yet: set 'optimize_eta' to false"):
         TrainParams(model_placement="executors", optimize_eta=True).validate()
-    TrainParams(algorithm="cvb0", model_placement="auto").validate()
+    # an algorithm without a sharded update is refused by name
+    monkeypatch.setattr("sparklda.params.train.SHARDED_ALGORITHMS", ("scvb0",))
+    with pytest.raises(
+        ParamError, match=r"'gibbs' algorithm does not support yet \(only \['scvb0'\]\)"
+    ):
+        TrainParams(algorithm="gibbs", model_placement="executors").validate()
+    TrainParams(algorithm="gibbs", model_placement="auto").validate()
 
 
 def test_the_pyspark_param_and_the_toml_key_set_it():
@@ -49,7 +55,7 @@ def test_the_pyspark_param_and_the_toml_key_set_it():
     assert lda._train_params().model_placement == "executors"
     assert LDA(k=3)._train_params().model_placement == "driver"
     with pytest.raises(ParamError, match=r"'modelPlacement' parameter of LDA is 'executors'"):
-        LDA(k=3, algorithm="cvb", modelPlacement="executors")._train_params()
+        LDA(k=3, optimizeTopicConcentration=True, modelPlacement="executors")._train_params()
     tp = train_params({"training": {"k": 3, "model_placement": "auto"}})
     assert tp.model_placement == "auto"
 

@@ -11,6 +11,10 @@ the driver's Python process and of its JVM during each fit (with psutil).
     # the model on the driver and on the executors (model_placement), side by side
     PYTHONPATH=$PWD python benchmarks/scale/memory.py --out /tmp/mem_corpus \
         --runs driver:2,driver:2:executors,driver:2,driver:2:executors
+    # a stateful mode (CVB0, CVB, MAP, Gibbs: every round sweeps every block), 3 passes
+    PYTHONPATH=$PWD python benchmarks/scale/memory.py --out /tmp/mem_small --docs 5000 \
+        --k 50 --algorithm cvb0 --passes 3 --minibatch 0 \
+        --runs driver:2,driver:2:executors,driver:2,driver:2:executors
 """
 
 import argparse
@@ -28,7 +32,9 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=50000)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--true-topics", type=int, default=None, help="default: --k")
-    ap.add_argument("--minibatch", type=int, default=5000)
+    ap.add_argument("--minibatch", type=int, default=5000, help="0: the algorithm's default")
+    ap.add_argument("--algorithm", default="scvb0")
+    ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--runs", default="driver:2,executors:2,driver:8,executors:8")
     ap.add_argument("--driver-memory", default="4g")
     args = ap.parse_args()
@@ -70,8 +76,9 @@ def main() -> None:
     for combine, tasks_text, placement in runs:
         tasks = int(tasks_text)
         params = TrainParams(
+            algorithm=args.algorithm,
             k=args.k,
-            passes=1,
+            passes=args.passes,
             minibatch_size=args.minibatch,
             parts_per_slice=tasks,
             combine=combine,
@@ -87,7 +94,8 @@ def main() -> None:
             return float(np.median([r[key] for r in rows]))
 
         print(
-            f"combine={combine} tasks={tasks} placement={placement} rounds={len(rows)} "
+            f"{args.algorithm} combine={combine} tasks={tasks} placement={placement} "
+            f"rounds={len(rows)} "
             f"shipped_bytes={med('shipped_bytes'):.3e} driver_bytes={med('driver_bytes'):.3e} "
             f"merged_bytes={med('merged_bytes'):.3e} round_s={med('round_s'):.2f} "
             f"merge_s={med('merge_s'):.3f} "

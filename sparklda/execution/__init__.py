@@ -28,6 +28,7 @@ from .frame import DataFrameExecutor, FrameBackend
 from .scoring import EVALUATORS, HeldoutScore, LeftToRight, evaluator_spec
 from .select import backend_for, backend_of
 from .sharded import ShardedExecutor, driver_limits
+from .sharded_stateful import StatefulShardedExecutor
 from .tasks import (
     advance_partition,
     check_restored_state,
@@ -53,6 +54,7 @@ __all__ = [
     "RoundOutput",
     "ShardedExecutor",
     "ShardedTopics",
+    "StatefulShardedExecutor",
     "advance_partition",
     "backend_for",
     "backend_of",

@@ -241,7 +241,7 @@ class ShardedExecutor(ClassicExecutor):
         if isinstance(array, ShardedTopics):
             array.unpersist()  # the first generation is computed and persisted
         self.model = model
-        nz = np.zeros(self.k)
+        nz = np.zeros(sums[0].shape if sums else self.k)  # CVB: N^Z and Var N^Z
         for col in sums:
             nz = nz + col
         mode.start_sharded(nz)

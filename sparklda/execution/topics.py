@@ -162,10 +162,12 @@ class ShardedTopics:
         return [v for _, v in sorted(out, key=lambda e: e[0])]
 
     def column_sums(self) -> np.ndarray:
-        """Σ_w of the rows per topic (K,), summed shard by shard in shard order."""
+        """Σ_w of the rows per topic (K,), summed shard by shard in shard order (per
+        column of the rows: a stateful mode's checkpointed rows may be wider than K)."""
         if self._sums is None:
-            total = np.zeros(self.k)
-            for col in self._per_shard(lambda lo, rows: rows.sum(axis=0)):
+            sums = self._per_shard(lambda lo, rows: rows.sum(axis=0))
+            total = np.zeros(sums[0].shape if sums else self.k)
+            for col in sums:
                 total = total + col
             self._sums = total
         return self._sums
@@ -367,10 +369,10 @@ class ShardedTopics:
     def write_chunks(self, spark, path: str) -> None:
         """The rows, bit for bit, as Parquet at ``path``: ``(first term, rows of at most
         :data:`CHUNK_BYTES` as np.save bytes)`` written by the executors."""
-        step = max(1, CHUNK_BYTES // (8 * max(self.k, 1)))
 
         def chunks(e):
             _, lo, rows = e
+            step = max(1, CHUNK_BYTES // (8 * max(rows.shape[1], 1)))  # wider rows: CVB's
             for i in range(0, len(rows), step):
                 buf = io.BytesIO()
                 np.save(buf, np.ascontiguousarray(rows[i : i + step]), allow_pickle=False)

@@ -8,7 +8,9 @@ means.
 State. γ is kept per (document, distinct term) pair beside each cached
 partition block ((nnz, K) in the run's dtype; the mode contract's block
 state, :mod:`sparklda.modes.base`); the driver keeps N^Φ (V×K, float64) and
-N^Z, plus Var N^Φ and Var N^Z for CVB.
+N^Z, plus Var N^Φ and Var N^Z for CVB. With ``model_placement="executors"`` N^Φ
+(and Var N^Φ beside it) lives in term shards on the executors and the driver keeps
+N^Z and Var N^Z (:mod:`sparklda.modes.sharded_rows`).
 
 A round is one iteration over every partition (``rounds_per_pass`` = 1, so
 ``passes`` counts iterations):
@@ -54,17 +56,20 @@ with large counts per cell (the planted tests) the two agree closely.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse
 
 from ..block import DocBlock
+from ..execution.topics import ShardedTopics
 from ..kernels import cvb0_block, cvb0_init_gamma, foldin_block, uniform_matrix
 from ..kernels.priors import doc_prior_stats
 from ..kernels.random import Stream
 from ..params import DEFAULT_ALPHA
 from .base import StatefulMode
 from .priors import split_extras, with_extras
+from .sharded_rows import ShardedRows, replace_rows, served_rows, shard_summary, topic_rows
 
 log = logging.getLogger("sparklda.modes.cvb0")
 
@@ -144,31 +149,51 @@ def init_state_fn(seed, vocab_size, k, dtype, alpha=None, foldin=True, random_sh
     return run
 
 
+def _sweep(block, gamma, rows, nz, var_rows, var_z, alpha, eta, w_eta, second_order):
+    """γ of ``block`` after one sweep against its terms' ``rows`` of N^Φ (and, for CVB,
+    ``var_rows`` of Var N^Φ), updated on a copy (the cached state is never modified)."""
+    gamma = np.array(gamma, order="C", copy=True)
+    if block.nnz:
+        cvb0_block(
+            block.indptr,
+            block.local,
+            block.counts.astype(gamma.dtype, copy=False),
+            gamma,
+            rows,
+            nz,
+            alpha,
+            eta,
+            w_eta,
+            second_order,
+            var_rows,
+            var_z if second_order else None,
+        )
+    return gamma
+
+
 def sweep_kernel(alpha, eta, w_eta, second_order):
     """One CVB0/CVB iteration over a block: γ updated on a copy (the cached state of
     the previous iteration is never modified)."""
 
     def run(value, block, gamma):
         nphi, nz, var_phi, var_z = value
-        gamma = np.array(gamma, order="C", copy=True)
-        if block.nnz:
-            rows = nphi[block.terms]
-            var_rows = var_phi[block.terms] if second_order else None
-            cvb0_block(
-                block.indptr,
-                block.local,
-                block.counts.astype(gamma.dtype, copy=False),
-                gamma,
-                rows,
-                nz,
-                alpha,
-                eta,
-                w_eta,
-                second_order,
-                var_rows,
-                var_z if second_order else None,
-            )
-        return gamma
+        rows = nphi[block.terms] if block.nnz else None
+        var_rows = var_phi[block.terms] if second_order and block.nnz else None
+        return _sweep(block, gamma, rows, nz, var_rows, var_z, alpha, eta, w_eta, second_order)
+
+    return run
+
+
+def served_sweep_kernel(alpha, eta, w_eta, second_order, k):
+    """:func:`sweep_kernel` with the model on the executors: the round value is
+    ``(terms, rows, N^Z, Var N^Z)``, ``rows`` the block's terms' rows as its shards
+    served them (:func:`served_rows`: N^Φ, and Var N^Φ beside it for CVB)."""
+
+    def run(value, block, gamma):
+        _, rows, nz, var_z = value
+        nphi_rows = np.ascontiguousarray(rows[:, :k])
+        var_rows = np.ascontiguousarray(rows[:, k:]) if second_order else None
+        return _sweep(block, gamma, nphi_rows, nz, var_rows, var_z, alpha, eta, w_eta, second_order)
 
     return run
 
@@ -220,7 +245,7 @@ def statistics_fn(second_order, alpha=None):
 Gamma = np.ndarray
 
 
-class CVB0(StatefulMode[Gamma]):
+class CVB0(ShardedRows, StatefulMode[Gamma]):
     """Batch CVB0 (Asuncion et al. 2009; Eq. 3 of Foulds et al. 2013)."""
 
     name = "cvb0"
@@ -231,6 +256,10 @@ class CVB0(StatefulMode[Gamma]):
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
+        #: the model on the executors (``model_placement="executors"``): N^Φ (and CVB's
+        #: Var N^Φ beside it) lives there, sharded by term
+        #: (:mod:`sparklda.execution.sharded_stateful`); the driver keeps N^Z (Var N^Z)
+        self._init_sharded(params)
         self.gamma_bytes = int(corpus.n_train_pairs) * self.k * self.dtype.itemsize
         log.info(
             "%s keeps γ for %d (document, term) pairs × %d topics in %s: %.1f MB "
@@ -262,12 +291,20 @@ class CVB0(StatefulMode[Gamma]):
         )
 
     def set_initial(self, stats):
-        self._set_stats(self._stat_rows(stats)[0])
+        if self.sharded:  # the shards hold the rows; their column sums came back
+            self._set_totals(stats.extra["row_totals"])
+        else:
+            self._set_stats(self._stat_rows(stats)[0])
         self.initial_topic_word = None
 
     @property
     def w_eta(self) -> float:
         return self.v * self.eta
+
+    @property
+    def width(self) -> int:
+        """Columns of the statistics rows: N^Φ, and Var N^Φ beside it for CVB."""
+        return self.k * (2 if self.second_order else 1)
 
     # -- per round -------------------------------------------------------
     def _stat_rows(self, stats):
@@ -275,7 +312,7 @@ class CVB0(StatefulMode[Gamma]):
         rows = stats.to_dense(self.v).rows
         if not self.params.optimize_alpha:
             return rows, None
-        return split_extras(rows, self.k * (2 if self.second_order else 1))
+        return split_extras(rows, self.width)
 
     def _set_stats(self, rows):
         k = self.k
@@ -285,8 +322,18 @@ class CVB0(StatefulMode[Gamma]):
             self.var_phi = np.ascontiguousarray(rows[:, k:])
             self.var_z = self.var_phi.sum(axis=0)
 
+    def _set_totals(self, totals):
+        """N^Z (and Var N^Z) from the column sums of the sharded rows."""
+        totals = np.asarray(totals, dtype=np.float64)
+        self.nz = totals[: self.k].copy()
+        if self.second_order:
+            self.var_z = totals[self.k : 2 * self.k].copy()
+
     def round_value(self, t):
         d = self.dtype
+        if self.sharded:  # the O(K) part: the shards serve each block its rows (fetch_rows)
+            nz = self.nz + self.seeds.totals() if self.seeds.active else self.nz
+            return nz.astype(d), self.var_z.astype(d) if self.second_order else None
         if self.seeds.active:
             # the seeds' pseudo-counts join N^Φ where the kernel reads it (N^Φ + η), and
             # their totals join N^Z (the kernel's N^Z + Wη)
@@ -303,9 +350,15 @@ class CVB0(StatefulMode[Gamma]):
         return self.nphi.astype(d), self.nz.astype(d), None, None
 
     def kernel(self, t):
+        if self.sharded:
+            return served_sweep_kernel(
+                self.alpha.copy(), self.eta, self.w_eta, self.second_order, self.k
+            )
         return sweep_kernel(self.alpha.copy(), self.eta, self.w_eta, self.second_order)
 
     def update(self, stats, t):
+        if self.sharded:
+            return self._update_sharded(stats, t)
         old = self.nphi
         rows, extras = self._stat_rows(stats)
         self._set_stats(rows)
@@ -320,22 +373,86 @@ class CVB0(StatefulMode[Gamma]):
             **self.priors.report(),
         }
 
+    def _update_sharded(self, stats, t):
+        """The shards replaced their rows by the merged statistics (:func:`replace_rows`);
+        their column sums, a learned α's statistics and the change came back."""
+        self._set_totals(stats.extra["row_totals"])
+        extras = stats.extra.get("prior_extras")
+        if self.params.optimize_alpha and extras is None:
+            extras = np.zeros(self.k + 1)
+        self.priors.minka_step(extras, self.pass_of(t))
+        tokens = self.count_seen(stats)
+        change = float(stats.extra.get("nphi_change", 0.0))
+        return {
+            "nphi_change": change / (2 * max(tokens, 1.0)),
+            "partitions": self.n_partitions,
+            **self.priors.report(),
+        }
+
+    def _rows(self) -> np.ndarray:
+        """N^Φ (and Var N^Φ beside it for CVB), V × width, float64."""
+        if not self.sharded:
+            if self.second_order:
+                return np.hstack([self.nphi, self.var_phi])
+            return self.nphi
+        return self._sharded_rows()
+
     def topic_word(self):
-        return self.seeds.added_to(self.nphi.copy())
+        if not self.sharded:
+            return self.seeds.added_to(self.nphi.copy())
+        return self.seeds.added_to(np.ascontiguousarray(self._rows()[:, : self.k]))
 
     def state(self):
-        out = {**super().state(), "nphi": self.nphi}
+        if not self.sharded:
+            out = {**super().state(), "nphi": self.nphi}
+            if self.second_order:
+                out["var_phi"] = self.var_phi
+            return out
+        if self.state_on_executors():  # the checkpoint writes the shards (sharded_key)
+            return super().state()
+        rows = self._rows()
+        out = {**super().state(), "nphi": np.ascontiguousarray(rows[:, : self.k])}
         if self.second_order:
-            out["var_phi"] = self.var_phi
+            out["var_phi"] = np.ascontiguousarray(rows[:, self.k :])
         return out
 
     def restore(self, state):
         super().restore(state)
-        rows = np.array(state["nphi"], dtype=np.float64)
-        if self.second_order:
-            rows = np.hstack([rows, np.array(state["var_phi"], dtype=np.float64)])
-        self._set_stats(rows)
+        held = state.get(self.sharded_key)
+        if isinstance(held, ShardedTopics):  # the executors' rows: N^Z from their sums
+            self._set_totals(shard_summary(held, self.k)[1])
+            self.start_base, self.nphi, self.var_phi = held, None, None
+            self.initial_topic_word = None
+            return
+        if held is not None:  # a sharded checkpoint collected for the driver placement
+            rows = np.array(held, dtype=np.float64)
+        else:
+            rows = np.array(state["nphi"], dtype=np.float64)
+            if self.second_order:
+                rows = np.hstack([rows, np.array(state["var_phi"], dtype=np.float64)])
+        self._set_stats(rows)  # N^Z (Var N^Z) as the driver placement restores them
+        if self.sharded:  # the executor shards the rows before the next round
+            self.start_base = rows
+            self.nphi = self.var_phi = None
         self.initial_topic_word = None
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """A shard's rows of :meth:`topic_word`: its N^Φ plus the seeds' pseudo-counts."""
+        if self.seeds.active:
+            return topic_rows(0, self.k, None, self.seeds.terms, self.seeds.rows)
+        return topic_rows(0, self.k)
+
+    # -- the model on the executors (model_placement "executors") -----------
+    def fetch_rows(self, t: int) -> Callable:
+        """A shard's round value of its rows (:func:`served_rows`)."""
+        if self.seeds.active:
+            return served_rows(self.dtype, self.seeds.terms, self.seeds.rows)
+        return served_rows(self.dtype)
+
+    def row_step(self, t: int) -> Callable:
+        """Each shard's rows replaced by the round's merged statistics (:func:`replace_rows`;
+        ``t`` = −1: the initial states')."""
+        return replace_rows(self.k, self.width, bool(self.params.optimize_alpha))
 
     def report(self):
         return {

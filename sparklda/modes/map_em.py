@@ -24,7 +24,9 @@ changes, the model does not depend on the partitioning (up to the order of the s
 and the corpus is laid out as one slice when ``minibatch_size`` is unset
 (:attr:`~sparklda.modes.base.Mode.batch_layout`): one task per core, the fewest rows of
 statistics. The driver keeps N^Φ (V×K, float64) and
-N^Z. A round is one iteration over every partition (``rounds_per_pass`` = 1).
+N^Z (with ``model_placement="executors"``, N^Z only: N^Φ lives in term shards,
+:mod:`sparklda.modes.sharded_rows`). A round is one iteration over every partition
+(``rounds_per_pass`` = 1).
 
 Start: CVB0's (:func:`sparklda.modes.cvb0.initial_gamma`): random topics keyed by
 (seed, term), each document's θ folded in against them, γ_p ∝ topic row · θ; the
@@ -47,13 +49,16 @@ parameters (the model's ``metadata["params"]``) and the checkpoints.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import numpy as np
 
 from ..block import DocBlock
+from ..execution.topics import ShardedTopics
 from ..kernels import map_block
 from .base import StatefulMode
 from .cvb0 import doc_sums, initial_gamma, pair_sums
+from .sharded_rows import ShardedRows, replace_rows, served_rows, shard_summary, topic_rows
 
 log = logging.getLogger("sparklda.modes.map_em")
 
@@ -76,6 +81,25 @@ def init_state_fn(seed, vocab_size, k, dtype, alpha):
     return run
 
 
+def _em(block: DocBlock, state, rows, nz, alpha, eta, w_eta):
+    """A block's new state from its terms' ``rows`` of N^Φ, N^Z and its N^Θ."""
+    out = np.zeros((block.n_docs + len(block.terms), nz.shape[0]))
+    if block.nnz:
+        map_block(
+            block.indptr,
+            block.local,
+            block.counts,
+            rows,
+            nz,
+            state[: block.n_docs],
+            alpha,
+            eta,
+            w_eta,
+            out=out,
+        )
+    return out.astype(nz.dtype, copy=False)
+
+
 def em_kernel(alpha, eta, w_eta):
     """One iteration over a block: the new state from the round's N^Φ, N^Z and the
     block's N^Θ (the cached state is never modified), summed in float64 and kept in the
@@ -83,21 +107,19 @@ def em_kernel(alpha, eta, w_eta):
 
     def run(value, block: DocBlock, state):
         nphi, nz = value
-        out = np.zeros((block.n_docs + len(block.terms), nphi.shape[1]))
-        if block.nnz:
-            map_block(
-                block.indptr,
-                block.local,
-                block.counts,
-                nphi[block.terms],
-                nz,
-                state[: block.n_docs],
-                alpha,
-                eta,
-                w_eta,
-                out=out,
-            )
-        return out.astype(nphi.dtype, copy=False)
+        rows = nphi[block.terms] if block.nnz else None
+        return _em(block, state, rows, nz, alpha, eta, w_eta)
+
+    return run
+
+
+def served_em_kernel(alpha, eta, w_eta):
+    """:func:`em_kernel` with the model on the executors: the round value is ``(terms,
+    rows, N^Z)``, ``rows`` the block's terms' rows of N^Φ as its shards served them."""
+
+    def run(value, block: DocBlock, state):
+        _, rows, nz = value
+        return _em(block, state, rows, nz, alpha, eta, w_eta)
 
     return run
 
@@ -127,7 +149,7 @@ def _state_rows(block: DocBlock) -> int:
 # The mode
 
 
-class MAP(StatefulMode[DocTopics]):
+class MAP(ShardedRows, StatefulMode[DocTopics]):
     """Batch MAP-EM (Asuncion et al. 2009) with Jacobi updates, as MLlib's EM."""
 
     name = "map"
@@ -138,6 +160,8 @@ class MAP(StatefulMode[DocTopics]):
 
     def __init__(self, corpus, params, initial_topic_word=None):
         super().__init__(corpus, params, initial_topic_word)
+        #: the model on the executors: N^Φ in term shards (:mod:`.sharded_rows`)
+        self._init_sharded(params)
         self.state_bytes = int(corpus.n_train_docs) * self.k * self.dtype.itemsize
         log.info(
             "MAP keeps N^Θ for %d documents × %d topics in %s: %.1f MB of block states "
@@ -184,7 +208,10 @@ class MAP(StatefulMode[DocTopics]):
         return _doc_topics
 
     def set_initial(self, stats):
-        self._set_stats(stats)
+        if self.sharded:  # the shards hold N^Φ; their column sums came back
+            self.nz = np.array(stats.extra["row_totals"], dtype=np.float64)
+        else:
+            self._set_stats(stats)
         self.initial_topic_word = None
 
     # -- per round -------------------------------------------------------
@@ -193,12 +220,24 @@ class MAP(StatefulMode[DocTopics]):
         self.nz = self.nphi.sum(axis=0)
 
     def round_value(self, t):
+        if self.sharded:  # the O(K) part: the shards serve each block its rows
+            return (self.nz.astype(self.dtype),)
         return self.nphi.astype(self.dtype), self.nz.astype(self.dtype)
 
     def kernel(self, t):
+        if self.sharded:
+            return served_em_kernel(self.alpha.copy(), self.eta, self.w_eta)
         return em_kernel(self.alpha.copy(), self.eta, self.w_eta)
 
     def update(self, stats, t):
+        if self.sharded:  # the shards' rows are the M-step's N^Φ; their sums came back
+            self.nz = np.array(stats.extra["row_totals"], dtype=np.float64)
+            tokens = self.count_seen(stats)
+            change = float(stats.extra.get("nphi_change", 0.0))
+            return {
+                "nphi_change": change / (2 * max(tokens, 1.0)),
+                "partitions": self.n_partitions,
+            }
         old = self.nphi
         self._set_stats(stats)
         tokens = self.count_seen(stats)
@@ -209,17 +248,44 @@ class MAP(StatefulMode[DocTopics]):
         }
 
     def topic_word(self):
+        if self.sharded:
+            return np.array(self._sharded_rows(), dtype=np.float64)
         return self.nphi.copy()
 
     # -- checkpoints -------------------------------------------------------
     def state(self):
-        return {**super().state(), "nphi": self.nphi}
+        if self.sharded and self.state_on_executors():  # the checkpoint writes the shards
+            return super().state()
+        nphi = self._sharded_rows() if self.sharded else self.nphi
+        return {**super().state(), "nphi": nphi}
 
     def restore(self, state):
         super().restore(state)
-        self.nphi = np.array(state["nphi"], dtype=np.float64)
+        held = state.get(self.sharded_key)
+        if isinstance(held, ShardedTopics):  # the executors' rows: N^Z from their sums
+            self.nz = shard_summary(held, self.k)[1]
+            self.start_base, self.nphi = held, None
+            self.initial_topic_word = None
+            return
+        self.nphi = np.array(state["nphi"] if held is None else held, dtype=np.float64)
         self.nz = self.nphi.sum(axis=0)
+        if self.sharded:  # the executor shards N^Φ before the next round
+            self.start_base, self.nphi = self.nphi, None
         self.initial_topic_word = None
+
+    def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
+        """A shard's rows of :meth:`topic_word`: its N^Φ."""
+        return topic_rows(0, self.k)
+
+    # -- the model on the executors (model_placement "executors") -----------
+    def fetch_rows(self, t: int) -> Callable:
+        """A shard's round value of its rows: N^Φ in the run's dtype (:func:`served_rows`)."""
+        return served_rows(self.dtype)
+
+    def row_step(self, t: int) -> Callable:
+        """Each shard's rows replaced by the round's M-step rows, the merged statistics
+        (:func:`replace_rows`; ``t`` = −1: the initial states')."""
+        return replace_rows(self.k, self.k, False)
 
     def report(self):
         return {

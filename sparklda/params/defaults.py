@@ -17,7 +17,7 @@ EXECUTIONS = ("auto", "classic", "dataframe")
 #: docs/architecture.md, "Memory model").
 PLACEMENTS = ("driver", "executors", "auto")
 #: The algorithms whose model can live on the executors (``model_placement="executors"``).
-SHARDED_ALGORITHMS = ("scvb0", "svb")
+SHARDED_ALGORITHMS = ("scvb0", "cvb0", "cvb", "svb", "map", "gibbs")
 #: α, the document-topic prior, when none is given (pyspark's "auto" maps here too).
 DEFAULT_ALPHA = 0.1
 #: η, the topic-word prior, when none is given.

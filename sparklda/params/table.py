@@ -422,8 +422,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         options=PLACEMENTS,
         doc="Where the topic-word statistics live during training: 'driver' (a V×K "
         "array on the driver, broadcast each round), 'executors' (sharded by term in a "
-        "persisted RDD, each task sent only its block's rows; classic sessions, 'scvb0' "
-        "and 'svb' so far) or 'auto' (the driver when the memory model says the driver holds it, "
+        "persisted RDD, each task sent only its block's rows; classic sessions, no learned "
+        "η) or 'auto' (the driver when the memory model says the driver holds it, "
         'else the executors; docs/architecture.md, "Memory model").',
     ),
     Constraint(

@@ -303,15 +303,24 @@ class ClassicExecutor(Executor):
         out.shipped_bytes = value_nbytes(value)
         return out
 
+    #: A generation of block states holds ``(state, …)`` items that rounds zip with the
+    #: cached blocks (:meth:`_paired`); True: ``(block, state, …)`` items (the stateful
+    #: rounds with the model on the executors).
+    states_hold_blocks = False
+
+    def _saved_states(self):
+        """The current generation as ``(block, state)`` pairs, what a checkpoint saves."""
+        return self._paired(self.states).map(lambda pair: (pair[0], pair[1][0]))
+
     def save_states(self, path: str) -> None:
         def encode(index, pairs):
-            for block, (state, *_) in pairs:
+            for block, state in pairs:
                 buf = io.BytesIO()
                 np.save(buf, np.ascontiguousarray(state), allow_pickle=False)
                 yield index, int(block.n_docs), bytearray(buf.getvalue())
 
         spark = SparkSession.builder.getOrCreate()
-        rows = self._paired(self.states).mapPartitionsWithIndex(encode)
+        rows = self._saved_states().mapPartitionsWithIndex(encode)
         (
             spark.createDataFrame(rows, "part int, docs int, state binary")
             .write.mode("errorifexists")
@@ -338,10 +347,10 @@ class ClassicExecutor(Executor):
         )
 
         rows = mode.state_rows()
+        drop = 0 if self.states_hold_blocks else 1  # (state, 0.0): the blocks stay apart
         states = (
             self.corpus.train.zip(saved)
-            # (state, 0.0): the blocks stay apart (:meth:`_paired`)
-            .map(lambda pair: check_restored_state(*pair, rows)[1:], preservesPartitioning=True)
+            .map(lambda pair: check_restored_state(*pair, rows)[drop:], preservesPartitioning=True)
             .setName(f"sparklda {mode.name} block states (restored)")
         )
         self.checkpointer.update(states)

@@ -187,6 +187,7 @@ class StatefulShardedExecutor(ShardedExecutor):
         # the block states' lineage is cut as the shards' (ClassicExecutor.load_states)
         self.checkpoint_interval = self.lineage_interval
         self.state_checkpointer: PeriodicCheckpointer | None = None
+        self.keep: Callable | None = None  # the mode's kept_state()
         self.grouped = None  # RDD: each shard's requests, one list a partition
 
     def _requests(self):
@@ -241,8 +242,20 @@ class StatefulShardedExecutor(ShardedExecutor):
         return one_per_batch(self.sc.parallelize(range(self.n_shards), self.n_shards).map(empty))
 
     # -- the initial states ------------------------------------------------------
+    states_hold_blocks = True
+
+    def _saved_states(self):
+        """``(block, kept state)`` pairs: what the mode keeps of a state between rounds
+        (:meth:`~sparklda.modes.StatefulMode.kept_state`, MAP's N^Θ), as the driver
+        placement's checkpoints hold it."""
+        keep = self.keep
+        return self.states.map(
+            lambda item: (item[0], item[1] if keep is None else keep(item[0], item[1]))
+        )
+
     def init_states(self, mode) -> RoundOutput:
         self.k = int(mode.params.k)
+        self.keep = mode.kept_state()
         self.state_checkpointer = self._states_checkpointer(mode)
         self.checkpointer = PeriodicCheckpointer(
             self.sc, self.lineage_interval, f"the {mode.name} model's shards"
@@ -270,6 +283,7 @@ class StatefulShardedExecutor(ShardedExecutor):
         return self._output(shards, {"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0}, 0)
 
     def load_states(self, mode, path: str) -> None:
+        self.keep = mode.kept_state()
         super().load_states(mode, path)  # the classic executor's, into self.checkpointer
         self.state_checkpointer, self.checkpointer = self.checkpointer, None
         self.k = int(mode.params.k)

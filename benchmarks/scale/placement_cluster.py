@@ -153,6 +153,11 @@ def _session(args, master: str):
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    from sparklda.cli.session import ship_package
+
+    # the executors import this checkout's sparklda from a zip, as the jobs ship it
+    # (without it they would import whatever sparklda their Python finds installed)
+    ship_package(spark)
     spark.sparkContext.setCheckpointDir(args.local_dir + "/checkpoints")
     spark.conf.set("spark.sparklda.driver.maxModelBytes", "1m")  # any V×K collect fails
     return spark

@@ -7,7 +7,7 @@ Model of :mod:`sparklda.ml`) are imported on first use, so that importing
 
 from ._version import __version__
 
-__all__ = ["LDA", "SESSION_PROPERTIES", "LDAModel", "__version__"]
+__all__ = ["LDA", "SESSION_PROPERTIES", "LDAModel", "__version__", "ship_package"]
 
 #: Spark properties a session that trains with sparklda should be built with (the jobs
 #: set them): each task of a round returns a few MB of topic rows, which above
@@ -17,7 +17,10 @@ __all__ = ["LDA", "SESSION_PROPERTIES", "LDAModel", "__version__"]
 #: ``SparkSession.builder.config(map=sparklda.SESSION_PROPERTIES)``.
 SESSION_PROPERTIES = {"spark.task.maxDirectResultSize": "64m"}
 
-_LAZY = {"LDA": "sparklda.ml", "LDAModel": "sparklda.ml"}
+#: ``ship_package(spark)``: send this sparklda to a cluster's executors (``addPyFile`` of a
+#: zip, as the jobs do), for a session built by hand whose executors have no sparklda
+#: installed, or another version of it.
+_LAZY = {"LDA": "sparklda.ml", "LDAModel": "sparklda.ml", "ship_package": "sparklda.cli.session"}
 
 
 def __getattr__(name):

@@ -369,3 +369,13 @@ def test_compare_checks_settings_before_spark_and_uses_the_jobs_session(
     with pytest.raises(RuntimeError, match="stop here"):
         compare.main(["--modes", "scvb0", "--conf-set", "spark.x=1"])
     assert calls == [({"spark": {"conf": {"spark.x": "1"}}}, None)]
+
+
+def test_ship_package_is_public_and_leaves_a_local_session_alone(spark):
+    """``sparklda.ship_package`` is the jobs' shipping, for sessions built by hand (a
+    cluster's executors then import this sparklda); a local master needs nothing."""
+    import sparklda
+    from sparklda.cli.session import ship_package
+
+    assert "ship_package" in sparklda.__all__ and sparklda.ship_package is ship_package
+    assert sparklda.ship_package(spark) is None

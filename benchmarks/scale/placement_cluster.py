@@ -153,7 +153,7 @@ def _session(args, master: str):
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    from sparklda.cli.session import ship_package
+    from sparklda import ship_package
 
     # the executors import this checkout's sparklda from a zip, as the jobs ship it
     # (without it they would import whatever sparklda their Python finds installed)

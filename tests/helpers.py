@@ -27,6 +27,22 @@ TRAIN_JOB = os.path.join(ROOT, "jobs", "train_lda.py")
 INFER_JOB = os.path.join(ROOT, "jobs", "infer_topics.py")
 
 
+class Crash(Exception):
+    """What :class:`CrashAt` raises."""
+
+
+class CrashAt(Callback):
+    """Raises :class:`Crash` (a stand-in for a dying driver) after round ``n``'s record,
+    before its checkpoint is written."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def on_round(self, record):
+        if record["round"] == self.n:
+            raise Crash(f"killed after round {self.n}")
+
+
 class Recorder(Callback):
     """Keeps every round record (``rounds``) and evaluation record (``evaluations``)."""
 

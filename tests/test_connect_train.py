@@ -21,9 +21,9 @@ from sparklda.corpus import FrameLayout, build_corpus, from_vectors, read_uci
 from sparklda.errors import CorpusError, ParamError
 from sparklda.execution import DataFrameExecutor, backend_for
 from sparklda.params import TrainParams
-from sparklda.training import Callback, train
+from sparklda.training import train
 from tests.conftest import CONNECT_MODE
-from tests.helpers import KOS_DOCWORD
+from tests.helpers import KOS_DOCWORD, Crash, CrashAt
 
 N_DOCS = 160
 MODES = ("scvb0", "svb", "cvb0", "cvb")
@@ -337,19 +337,6 @@ def test_a_large_round_value_is_broadcast_joined(spark, docword, classic_fits, a
         expected.evaluations[-1]["heldout_loglik"],
         rtol=1e-9,
     )
-
-
-class Crash(Exception):
-    pass
-
-
-class CrashAt(Callback):
-    def __init__(self, n):
-        self.n = n
-
-    def on_round(self, record):
-        if record["round"] == self.n:
-            raise Crash(f"killed after round {self.n}")
 
 
 @pytest.mark.slow

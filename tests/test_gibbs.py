@@ -28,8 +28,14 @@ from sparklda.kernels.random import doc_keys, uniform_matrix
 from sparklda.modes.gibbs import sweep_fn
 from sparklda.params import TrainParams
 from tests import reference_modes as ref
-from tests.helpers import KOS_DOCWORD, KOS_VOCAB, assert_recovers_planted, planted_source
-from tests.test_resume import Crash, CrashAt
+from tests.helpers import (
+    KOS_DOCWORD,
+    KOS_VOCAB,
+    Crash,
+    CrashAt,
+    assert_recovers_planted,
+    planted_source,
+)
 
 # --------------------------------------------------------------------------- kernel
 

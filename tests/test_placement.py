@@ -13,8 +13,7 @@ from sparklda.limits import DriverNeed, driver_need, placement_for
 from sparklda.modes.scvb0 import initial_rows
 from sparklda.params import TrainParams
 from sparklda.stats import shard_bounds
-from sparklda.training import Callback
-from tests.helpers import planted_source
+from tests.helpers import Crash, CrashAt, planted_source
 
 GiB = 1 << 30
 
@@ -215,19 +214,6 @@ def test_a_warm_start_on_the_executors_gives_the_driver_placements_model(source)
         initial_model=first.model,
     )
     np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
-
-
-class Crash(Exception):
-    pass
-
-
-class CrashAt(Callback):
-    def __init__(self, n):
-        self.n = n
-
-    def on_round(self, record):
-        if record["round"] == self.n:
-            raise Crash(f"killed after round {self.n}")
 
 
 @pytest.mark.slow

@@ -12,8 +12,7 @@ from sparklda.execution import ShardedExecutor
 from sparklda.execution.topics import ShardedTopics
 from sparklda.modes.sharded_rows import replace_rows, served_rows
 from sparklda.params import TrainParams
-from sparklda.training import Callback
-from tests.helpers import planted_source
+from tests.helpers import Crash, CrashAt, planted_source
 
 BASE = {"k": 4, "seed": 3, "passes": 3, "heldout_count": 16}
 
@@ -154,19 +153,6 @@ def test_a_stateful_warm_start_on_the_executors_gives_the_driver_placements_mode
     driver = _fit(source, initial_model=first.model, **kw)
     sharded = _fit(source, initial_model=first.model, model_placement="executors", **kw)
     _same(sharded, driver)
-
-
-class Crash(Exception):
-    pass
-
-
-class CrashAt(Callback):
-    def __init__(self, n):
-        self.n = n
-
-    def on_round(self, record):
-        if record["round"] == self.n:
-            raise Crash(f"killed after round {self.n}")
 
 
 @pytest.mark.slow

@@ -19,8 +19,16 @@ from sparklda.errors import ParamError
 from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from sparklda.storage import SparkFiles
-from sparklda.training import Callback
-from tests.helpers import KOS_DOCWORD, KOS_VOCAB, TRAIN_JOB, job_env, planted_source, write_config
+from tests.helpers import (
+    KOS_DOCWORD,
+    KOS_VOCAB,
+    TRAIN_JOB,
+    Crash,
+    CrashAt,
+    job_env,
+    planted_source,
+    write_config,
+)
 
 SETTINGS = {
     "scvb0": {"algorithm": "scvb0", "minibatch_size": 40, "passes": 3},
@@ -31,22 +39,6 @@ SETTINGS = {
     # the average of the last 3 sweeps spans the crash
     "gibbs": {"algorithm": "gibbs", "minibatch_size": 1000, "passes": 6, "gibbs_average": 3},
 }
-
-
-class Crash(Exception):
-    pass
-
-
-class CrashAt(Callback):
-    """Raises (a stand-in for a dying driver) after round ``n``'s record, before its
-    checkpoint is written."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def on_round(self, record):
-        if record["round"] == self.n:
-            raise Crash(f"killed after round {self.n}")
 
 
 def params(name, **kw):

@@ -16,8 +16,7 @@ from sparklda.execution import ShardedExecutor
 from sparklda.execution.topics import MAX_DRIVER_MODEL_CONF, ShardedTopics
 from sparklda.model import TopicModel
 from sparklda.params import TrainParams
-from sparklda.training import Callback
-from tests.helpers import planted_source
+from tests.helpers import Crash, CrashAt, planted_source
 
 SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 40, "passes": 2}
 
@@ -110,19 +109,6 @@ def test_the_sharded_model_is_the_driver_placements(pair):
     np.testing.assert_allclose(got, want, rtol=1e-9)
     got, want = (r.report["coherence"]["per_topic"] for r in (sharded, driver))
     np.testing.assert_allclose(got, want, rtol=1e-9)
-
-
-class Crash(Exception):
-    pass
-
-
-class CrashAt(Callback):
-    def __init__(self, n):
-        self.n = n
-
-    def on_round(self, record):
-        if record["round"] == self.n:
-            raise Crash(f"killed after round {self.n}")
 
 
 @pytest.mark.slow

@@ -32,6 +32,7 @@ def _same(sharded, driver):
         np.testing.assert_array_equal(sharded.model.topic_word, driver.model.topic_word)
     np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
     np.testing.assert_allclose(sharded.model.alpha, driver.model.alpha, rtol=1e-9)
+    np.testing.assert_allclose(sharded.model.eta, driver.model.eta, rtol=1e-9)
     scores = [r.evaluations[-1]["heldout_loglik"] for r in (sharded, driver)]
     np.testing.assert_allclose(scores[0], scores[1], rtol=1e-9)
 
@@ -124,6 +125,10 @@ VARIANTS = {
         "optimize_alpha": True,
     },
     "gibbs_seeded": {"algorithm": "gibbs", "seed_topics": {"0": ["w0", "w1"]}},
+    # η from N^Φ in the shards (per-shard sums; Gibbs: the counts' histograms)
+    "cvb0_learned_eta": {"algorithm": "cvb0", "optimize_eta": True},
+    "cvb_learned_eta": {"algorithm": "cvb", "optimize_eta": True},
+    "gibbs_learned_eta": {"algorithm": "gibbs", "optimize_eta": True},
     "cvb0_seeded": {
         "algorithm": "cvb0",
         "seed_topics": {"0": ["w0", "w1"]},
@@ -141,6 +146,8 @@ def test_stateful_variants_on_the_executors_give_the_driver_placements_model(sou
     _same(sharded, driver)
     if kw.get("optimize_alpha"):  # α was learned (it moved from 0.1)
         assert np.abs(driver.model.alpha - 0.1).max() > 1e-3
+    if kw.get("optimize_eta"):  # η was learned (it moved from 0.01)
+        assert abs(driver.model.eta - 0.01) > 1e-3
 
 
 @pytest.mark.slow

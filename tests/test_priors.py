@@ -314,6 +314,21 @@ def test_minka_eta_from_row_pieces_is_minka_eta(expected):
     assert numerator(0.3) == pytest.approx(want, rel=1e-10)
 
 
+@pytest.mark.parametrize("center", [1e-4, 0.05, 3.0, 200.0])
+def test_the_interpolated_eta_numerator_is_the_sum_to_rounding(center):
+    """The numerator the shards give at 24 values of η (summed piece by piece), read
+    between them (kernels/priors.py, eta_interpolant): the exact sum to rounding over a
+    factor 8 either way, nothing beyond."""
+    rng = np.random.default_rng(3)
+    tw = rng.gamma(0.1, 3.0, size=(80, 5))
+    nodes = priors.eta_nodes(center)
+    sums = priors.eta_node_sums(tw[:30], nodes) + priors.eta_node_sums(tw[30:], nodes)
+    numerator = priors.eta_interpolant(center, sums)
+    for eta in center * np.exp(np.linspace(-np.log(8), np.log(8), 23)):
+        assert numerator(eta) == pytest.approx(priors.eta_numerator(tw, eta), rel=1e-11)
+    assert numerator(center * 8.5) is None and numerator(center / 8.5) is None
+
+
 def generated_counts(alpha, n_docs=600, doc_len=80, seed=0):
     rng = np.random.default_rng(seed)
     theta = rng.dirichlet(alpha, size=n_docs)

@@ -12,9 +12,14 @@ the executors:
   histogram of its positive counts (a zero count adds exactly 0 to the numerator); the
   iterations then run on the driver from the merged histogram (distinct counts, a few
   thousand at most);
-* expected counts (CVB0, CVB, the online modes' pass sums): each shard keeps its
-  positive cells (persisted for the iterations) and returns their column sums; each
-  iteration is one small job returning a float per shard, summed in shard order.
+* expected counts (CVB0, CVB, the online modes' pass sums): each shard returns, in one
+  job, its column sums and its part of the numerator at 24 values of η around the
+  current one (:func:`~sparklda.kernels.priors.eta_node_sums`), from which the driver
+  interpolates the numerator (:func:`~sparklda.kernels.priors.eta_interpolant`, to
+  rounding) for the iterations; an iterate beyond those values takes one more job
+  around it, and one exact sum at the last iterate checks the interpolation (were it
+  off by more than :data:`INTERPOLATION_RTOL`, the fixed point would be taken again
+  with one job an iteration).
 
 Either gives the driver's η to rounding (the sums are taken in another order).
 
@@ -34,15 +39,23 @@ from collections.abc import Callable
 import numpy as np
 
 from ..kernels.priors import (
+    ETA_NODES,
     eta_cells,
     eta_count_numerator,
     eta_fixed_point,
+    eta_interpolant,
+    eta_node_sums,
+    eta_nodes,
     eta_numerator,
     merge_histograms,
 )
 from .topics import ShardedTopics
 
 __all__ = ["pass_sums_of", "pass_sums_step", "sharded_minka_eta", "with_pass_sums"]
+
+#: How far the interpolated numerator may be from the exact sum at the last η read
+#: before the fixed point is taken again with one job an iteration.
+INTERPOLATION_RTOL = 1e-10
 
 #: The index of the pass sums in a shard's entry ``(shard, lo, base, mirror, summary,
 #: pass sums)`` (:mod:`sparklda.execution.sharded`).
@@ -58,8 +71,6 @@ def sharded_minka_eta(
 ) -> float:
     """:func:`~sparklda.kernels.priors.minka_eta` of the sharded (V, K) statistics
     ``rows`` (module docstring), computed where they live."""
-    from pyspark import StorageLevel
-
     v = rows.vocab_size
     if not expected:  # whole counts: one job, then the iterations on the driver
         got = rows._per_shard(lambda lo, r: _histogram(r))
@@ -70,19 +81,57 @@ def sharded_minka_eta(
             return eta_count_numerator(values, counts, e)
 
         return eta_fixed_point(from_counts, totals, v, eta, max_iter, tol)
-    cells = rows.rdd.map(lambda e: (e[0], eta_cells(e[2]))).persist(StorageLevel.MEMORY_AND_DISK)
+    first = rows._per_shard(lambda lo, r: (eta_cells(r)[0], eta_node_sums(r, eta_nodes(eta))))
+    totals = _summed([t for t, _ in first], rows.k)
+    pieces = [eta_interpolant(eta, _summed([s for _, s in first], ETA_NODES))]
+    asked: list[float] = []
+
+    def interpolated(e: float) -> float:
+        asked.append(e)
+        for piece in pieces:
+            got = piece(e)
+            if got is not None:
+                return got
+        # an iterate beyond the spans read so far: one more job, around it
+        sums = rows._per_shard(lambda lo, r: eta_node_sums(r, eta_nodes(e)))
+        pieces.append(eta_interpolant(e, _summed(sums, ETA_NODES)))
+        return float(pieces[-1](e))  # type: ignore[arg-type]
+
+    out = eta_fixed_point(interpolated, totals, v, eta, max_iter, tol)
+    if not asked:
+        return out
+    # one exact sum at the last η read: the interpolant holds to rounding (kernels.priors)
+    last = asked[-1]
+    exact = _exact_numerator(rows, last)
+    if abs(interpolated(last) - exact) <= INTERPOLATION_RTOL * abs(exact):
+        return out
+    return _iterated(rows, totals, eta, max_iter, tol)  # a safety net
+
+
+def _exact_numerator(rows: ShardedTopics, eta: float) -> float:
+    total = 0.0
+    for part in rows._per_shard(lambda lo, r: eta_numerator(r, eta)):
+        total += part
+    return total
+
+
+def _iterated(rows: ShardedTopics, totals: np.ndarray, eta: float, max_iter: int, tol: float):
+    """The fixed point with one job an iteration (each shard's positive cells persisted
+    for them), the numerator summed over the shards in shard order."""
+    from pyspark import StorageLevel
+
+    cells = rows.rdd.map(lambda e: (e[0], eta_cells(e[2])[1]))
+    cells = cells.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        got = sorted(cells.map(lambda e: (e[0], e[1][0])).collect(), key=lambda e: e[0])
-        totals = _summed([t for _, t in got], rows.k)
 
         def numerator(e: float) -> float:
-            parts = cells.map(lambda c: (c[0], eta_numerator(c[1][1], e))).collect()
+            parts = cells.map(lambda c: (c[0], eta_numerator(c[1], e))).collect()
             total = 0.0
             for _, part in sorted(parts, key=lambda p: p[0]):
                 total += part
             return total
 
-        return eta_fixed_point(numerator, totals, v, eta, max_iter, tol)
+        return eta_fixed_point(numerator, totals, rows.vocab_size, eta, max_iter, tol)
     finally:
         cells.unpersist()
 

@@ -3,7 +3,8 @@
 The topic-word statistics live in a persisted RDD with one partition per term shard
 (the combine's :func:`~sparklda.stats.shard_bounds`), each holding ``(shard, first
 term, rows of N^Φ/scale in float64, the same rows in the kernels' dtype, the shard's
-summary of the last round)``. A round:
+summary of the last round[, a learned η's pass sums])`` (the last:
+:mod:`sparklda.execution.learned_eta`). A round:
 
 1. serves each task the rows of its block's terms: the block's term list, cut by
    shard, is a request built once and cached (an RDD partitioned by shard); each shard

@@ -168,6 +168,9 @@ class TrainingCheckpoints:
             files.write_arrays(f"{base}/arrays", arrays)
             if sharded:  # the V×K state, written by the executors holding it
                 executor.save_shards(f"{base}/shards")
+            pass_sums = bool(sharded) and mode.priors.pass_sums_live  # a learned η's, mid-pass
+            if pass_sums:
+                executor.save_pass_sums(f"{base}/eta_pass")
             if mode.stateful:
                 executor.save_states(f"{base}/blocks")
             files.write_json(
@@ -175,6 +178,7 @@ class TrainingCheckpoints:
                 {
                     "format_version": FORMAT_VERSION if sharded else 1,
                     "sharded_state": sharded,
+                    "sharded_eta_pass": pass_sums,
                     "round": rounds_done,
                     "mode": mode.name,
                     "fingerprint": self.fingerprint,
@@ -261,6 +265,8 @@ class TrainingCheckpoints:
             )
         if key:
             state[key] = self._read_shards(mode, executor, f"{base}/shards")
+        if saved.get("sharded_eta_pass"):  # the pass's sums for a learned η, mid-pass
+            state["eta_pass"] = self._read_shards(mode, executor, f"{base}/eta_pass")
         mode.restore(state)
         if mode.stateful:
             executor.load_states(mode, f"{base}/blocks")

@@ -227,8 +227,6 @@ def check_placement(backend: str, params: TrainParams) -> str:
         why_not = "the DataFrame backend (Spark Connect) keeps the model on the driver so far"
     elif params.algorithm not in SHARDED_ALGORITHMS:
         why_not = f"the {params.algorithm!r} algorithm keeps it on the driver so far"
-    elif params.optimize_eta:
-        why_not = "learning η reads every row on the driver"
     if params.model_placement == "executors" and why_not:
         raise ParamError(
             f"The 'model_placement' parameter is 'executors', but {why_not}; set it to "

@@ -4,6 +4,8 @@ driver placement's model."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from sparklda.limits import DriverNeed, driver_need, placement_for
 from sparklda.modes.scvb0 import initial_rows
 from sparklda.params import TrainParams
 from sparklda.stats import shard_bounds
+from sparklda.training import check_placement
 from tests.helpers import Crash, CrashAt, planted_source
 
 GiB = 1 << 30
@@ -29,13 +32,19 @@ def test_model_placement_defaults_to_the_driver_and_takes_three_values():
         TrainParams(model_placement="gpu").validate()
 
 
-def test_every_algorithm_takes_the_executors_placement_but_a_learned_eta(monkeypatch):
+def test_every_algorithm_takes_the_executors_placement(monkeypatch):
     from sparklda.params import ALGORITHMS
 
     for algorithm in ALGORITHMS:
         TrainParams(algorithm=algorithm, model_placement="executors").validate()
-    with pytest.raises(ParamError, match=r"does not learn η yet: set 'optimize_eta' to false"):
-        TrainParams(model_placement="executors", optimize_eta=True).validate()
+        if algorithm != "map":  # MAP refuses learned priors whatever the placement
+            TrainParams(
+                algorithm=algorithm, model_placement="executors", optimize_eta=True
+            ).validate()
+    assert (
+        check_placement("classic", TrainParams(model_placement="executors", optimize_eta=True))
+        == ""
+    )
     # an algorithm without a sharded update is refused by name
     monkeypatch.setattr("sparklda.params.train.SHARDED_ALGORITHMS", ("scvb0",))
     with pytest.raises(
@@ -53,8 +62,8 @@ def test_the_pyspark_param_and_the_toml_key_set_it():
     assert lda.getModelPlacement() == "executors"
     assert lda._train_params().model_placement == "executors"
     assert LDA(k=3)._train_params().model_placement == "driver"
-    with pytest.raises(ParamError, match=r"'modelPlacement' parameter of LDA is 'executors'"):
-        LDA(k=3, optimizeTopicConcentration=True, modelPlacement="executors")._train_params()
+    learned = LDA(k=3, optimizeTopicConcentration=True, modelPlacement="executors")
+    assert learned._train_params().optimize_eta
     tp = train_params({"training": {"k": 3, "model_placement": "auto"}})
     assert tp.model_placement == "auto"
 
@@ -175,6 +184,8 @@ VARIANTS = {
     "learned_alpha": {"optimize_alpha": True},
     "seeded": {"seed_topics": {"0": ["w0", "w1"]}, "seed_confidence": 0.5},
     "float64": {"dtype": "float64", "exclude_token": False},
+    # η moves at the last pass's end, from the pass's sums held in the shards (unclipped)
+    "learned_eta": {"optimize_eta": True, "eta": 0.5},
 }
 
 
@@ -184,12 +195,24 @@ def test_scvb0_variants_on_the_executors_give_the_driver_placements_model(source
     kw = {"parts_per_slice": 2, "passes": 2, **VARIANTS[variant]}
     driver = _fit(source, **kw)
     sharded = _fit(source, model_placement="executors", **kw)
+    _same_model(sharded, driver)
+
+
+def _same_model(sharded, driver):
     np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
     np.testing.assert_allclose(sharded.model.alpha, driver.model.alpha, rtol=1e-9)
+    np.testing.assert_allclose(sharded.model.eta, driver.model.eta, rtol=1e-9)
+    if sharded.model.metadata["params"]["optimize_eta"]:  # η was learned
+        assert driver.model.eta != pytest.approx(sharded.model.metadata["params"]["eta"])
 
 
 SVB = {"algorithm": "svb", "learning_offset": 10.0, "parts_per_slice": 2, "passes": 2}
-SVB_VARIANTS = {"online": {}, "learned_alpha": {"optimize_alpha": True}, "batch": {"batch": True}}
+SVB_VARIANTS = {
+    "online": {},
+    "learned_alpha": {"optimize_alpha": True},
+    "batch": {"batch": True},
+    "learned_eta": {"optimize_eta": True, "eta": 0.2},
+}
 
 
 @pytest.mark.slow
@@ -198,8 +221,7 @@ def test_svb_on_the_executors_gives_the_driver_placements_model(source, variant)
     kw = {**SVB, **SVB_VARIANTS[variant]}
     driver = _fit(source, **kw)
     sharded = _fit(source, model_placement="executors", **kw)
-    np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
-    np.testing.assert_allclose(sharded.model.alpha, driver.model.alpha, rtol=1e-9)
+    _same_model(sharded, driver)
     assert all(r["merged_bytes"] == 0 for r in sharded.rounds)
 
 
@@ -217,11 +239,13 @@ def test_a_warm_start_on_the_executors_gives_the_driver_placements_model(source)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["scvb0", "svb"])
+@pytest.mark.parametrize("algorithm", ["scvb0", "svb", "scvb0_learned_eta"])
 def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(source, tmp_path, algorithm):
     kw = {"parts_per_slice": 2, "checkpoint_interval": 2}
     if algorithm == "svb":
         kw.update(algorithm="svb", learning_offset=10.0)
+    if algorithm == "scvb0_learned_eta":  # 4 rounds a pass: the crash comes mid-pass
+        kw.update(optimize_eta=True, eta=0.5)
     full = _fit(source, **kw)
     ck = str(tmp_path / "ck")
     sharded = TrainParams(
@@ -229,9 +253,18 @@ def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(source, t
     )
     with pytest.raises(Crash):
         fit(source, sharded, callbacks=[CrashAt(7)])
+    if algorithm == "scvb0_learned_eta":
+        # the pass's sums for η were checkpointed by the shards holding them, and the
+        # driver placement resumes from them too (collected)
+        assert list(tmp_path.glob("ck/**/eta_pass"))
+        shutil.copytree(ck, tmp_path / "ck_driver")
+        where = str(tmp_path / "ck_driver")
+        on_driver = TrainParams(**{**SCVB0, **kw, "heldout_count": 16, "checkpoint_dir": where})
+        _same_model(fit(source, on_driver, resume=True), full)
     resumed = fit(source, sharded, resume=True)
     assert resumed.report["resumed_after_round"] == 6
     np.testing.assert_allclose(resumed.model.topic_word, full.model.topic_word, rtol=1e-9)
+    _same_model(resumed, full)
     # the shards' lineage is cut every checkpoint_interval rounds
     assert any(r["checkpointed"] for r in resumed.rounds[6:])
     assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[6:])

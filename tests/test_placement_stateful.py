@@ -32,6 +32,7 @@ def _same(sharded, driver):
         np.testing.assert_array_equal(sharded.model.topic_word, driver.model.topic_word)
     np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
     np.testing.assert_allclose(sharded.model.alpha, driver.model.alpha, rtol=1e-9)
+    np.testing.assert_allclose(sharded.model.eta, driver.model.eta, rtol=1e-9)
     scores = [r.evaluations[-1]["heldout_loglik"] for r in (sharded, driver)]
     np.testing.assert_allclose(scores[0], scores[1], rtol=1e-9)
 
@@ -95,6 +96,33 @@ def test_a_gibbs_shard_replaces_its_counts_and_sums_the_averaged_sweeps():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("expected", [True, False])
+def test_eta_from_the_shards_is_minka_eta_of_the_whole_array(spark, monkeypatch, expected):
+    """Learned η read where the rows live (sparklda/execution/learned_eta.py): the
+    driver's fixed point to rounding, from an η far enough from it that the iterates
+    leave the first interpolant's span; and again by one job an iteration (the
+    interpolation's safety net, forced)."""
+    from sparklda.execution import learned_eta
+    from sparklda.kernels.priors import minka_eta
+    from sparklda.stats import shard_bounds
+
+    rng = np.random.default_rng(5)
+    whole = np.floor(rng.gamma(0.2, 30.0, size=(57, 4)))
+    if expected:
+        whole = whole + rng.random(whole.shape) * (rng.random(whole.shape) < 0.4)
+    bounds = shard_bounds(len(whole), 3)
+    items = [(s, int(bounds[s]), whole[bounds[s] : bounds[s + 1]]) for s in range(3)]
+    rows = ShardedTopics(spark.sparkContext.parallelize(items, 3), len(whole), 4, bounds)
+    want = minka_eta(whole, 1e-3, expected=expected)
+    assert want > 0.05  # beyond a factor 8 of the start
+    assert learned_eta.sharded_minka_eta(rows, 1e-3, expected) == pytest.approx(want, rel=1e-10)
+    if expected:
+        monkeypatch.setattr(learned_eta, "INTERPOLATION_RTOL", -1.0)
+        got = learned_eta.sharded_minka_eta(rows, 1e-3, expected)
+        assert got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["cvb0", "map", "gibbs"])
 @pytest.mark.parametrize("tasks", [2, 8])
 def test_a_stateful_mode_on_the_executors_gives_the_driver_placements_model(
@@ -124,6 +152,10 @@ VARIANTS = {
         "optimize_alpha": True,
     },
     "gibbs_seeded": {"algorithm": "gibbs", "seed_topics": {"0": ["w0", "w1"]}},
+    # η from N^Φ in the shards (per-shard sums; Gibbs: the counts' histograms)
+    "cvb0_learned_eta": {"algorithm": "cvb0", "optimize_eta": True},
+    "cvb_learned_eta": {"algorithm": "cvb", "optimize_eta": True},
+    "gibbs_learned_eta": {"algorithm": "gibbs", "optimize_eta": True},
     "cvb0_seeded": {
         "algorithm": "cvb0",
         "seed_topics": {"0": ["w0", "w1"]},
@@ -141,6 +173,8 @@ def test_stateful_variants_on_the_executors_give_the_driver_placements_model(sou
     _same(sharded, driver)
     if kw.get("optimize_alpha"):  # α was learned (it moved from 0.1)
         assert np.abs(driver.model.alpha - 0.1).max() > 1e-3
+    if kw.get("optimize_eta"):  # η was learned (it moved from 0.01)
+        assert abs(driver.model.eta - 0.01) > 1e-3
 
 
 @pytest.mark.slow

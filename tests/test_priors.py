@@ -274,6 +274,61 @@ def test_minka_eta_matches_reference(expected):
     assert got != pytest.approx(0.5, rel=1e-3)
 
 
+@pytest.mark.parametrize("expected", [True, False])
+def test_minka_eta_from_row_pieces_is_minka_eta(expected):
+    """The parts the model's term shards compute (docs/architecture.md, "Learned
+    priors"): the column sums and positive cells of each piece of rows, the numerator
+    summed piece by piece (whole counts: from the merged histograms) give the whole
+    array's η, and the numerator is the reference's sum of ψ terms."""
+    rng = np.random.default_rng(2)
+    tw = np.floor(rng.gamma(0.3, 20.0, size=(40, 3)))
+    if expected:
+        tw = tw + rng.random(tw.shape) * (rng.random(tw.shape) < 0.3)
+    tw[0, 0] = -1e-12  # rounding below 0 counts as 0
+    pieces = [tw[:7], tw[7:8], tw[8:8], tw[8:]]
+    cells = [priors.eta_cells(p) for p in pieces]
+    totals = sum(c[0] for c in cells)
+    if expected:
+
+        def numerator(e):
+            return sum(priors.eta_numerator(c[1], e) for c in cells)
+    else:
+        hist = priors.merge_histograms([np.unique(c[1], return_counts=True) for c in cells])
+        assert hist[1].sum() == (tw > 0).sum() and len(hist[0]) == len(np.unique(tw[tw > 0]))
+
+        def numerator(e):
+            return priors.eta_count_numerator(*hist, e)
+
+    whole = priors.minka_eta(tw, 0.5, expected=expected)
+    assert priors.eta_fixed_point(numerator, totals, len(tw), 0.5) == pytest.approx(
+        whole, rel=1e-12
+    )
+    assert whole != pytest.approx(0.5, rel=1e-3)
+    clean = np.maximum(tw, 0.0)
+    psi = scipy.special.digamma
+    if expected:
+        p1 = -np.expm1(-clean[clean > 0])
+        want = (p1 * (psi(np.maximum(clean[clean > 0] / p1, 1) + 0.3) - psi(0.3))).sum()
+    else:
+        want = (psi(clean + 0.3) - psi(0.3)).sum()
+    assert numerator(0.3) == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize("center", [1e-4, 0.05, 3.0, 200.0])
+def test_the_interpolated_eta_numerator_is_the_sum_to_rounding(center):
+    """The numerator the shards give at 24 values of η (summed piece by piece), read
+    between them (kernels/priors.py, eta_interpolant): the exact sum to rounding over a
+    factor 8 either way, nothing beyond."""
+    rng = np.random.default_rng(3)
+    tw = rng.gamma(0.1, 3.0, size=(80, 5))
+    nodes = priors.eta_nodes(center)
+    sums = priors.eta_node_sums(tw[:30], nodes) + priors.eta_node_sums(tw[30:], nodes)
+    numerator = priors.eta_interpolant(center, sums)
+    for eta in center * np.exp(np.linspace(-np.log(8), np.log(8), 23)):
+        assert numerator(eta) == pytest.approx(priors.eta_numerator(tw, eta), rel=1e-11)
+    assert numerator(center * 8.5) is None and numerator(center / 8.5) is None
+
+
 def generated_counts(alpha, n_docs=600, doc_len=80, seed=0):
     rng = np.random.default_rng(seed)
     theta = rng.dirichlet(alpha, size=n_docs)

@@ -3,7 +3,8 @@
 The topic-word statistics live in a persisted RDD with one partition per term shard
 (the combine's :func:`~sparklda.stats.shard_bounds`), each holding ``(shard, first
 term, rows of N^Φ/scale in float64, the same rows in the kernels' dtype, the shard's
-summary of the last round)``. A round:
+summary of the last round[, a learned η's pass sums])`` (the last:
+:mod:`sparklda.execution.learned_eta`). A round:
 
 1. serves each task the rows of its block's terms: the block's term list, cut by
    shard, is a request built once and cached (an RDD partitioned by shard); each shard
@@ -43,6 +44,7 @@ from ..stats import TopicStats, concat_shards, shard_bounds, split_shards
 from .base import RoundOutput
 from .checkpointer import PeriodicCheckpointer
 from .classic import ClassicExecutor, merge_pieces, shard_pieces, size_bytes
+from .learned_eta import pass_sums_of, with_pass_sums
 from .topics import ShardedTopics, read_chunks
 
 __all__ = [
@@ -116,7 +118,7 @@ def serve_rows(positions: dict[int, int], fetch: Callable) -> Callable[[tuple], 
 
     def run(pair):
         requests, shards = pair
-        s, lo, base, mirror, _ = shards[0]
+        s, lo, base, mirror = shards[0][:4]
         for _, (p, terms) in requests:
             i = positions.get(p)
             if i is not None:
@@ -156,27 +158,33 @@ def task_partition(kernel: Callable, small: tuple) -> Callable[[Iterable], Itera
     return run
 
 
-def update_shard(update: Callable | None, k: int) -> Callable[[tuple], tuple]:
+def update_shard(
+    update: Callable | None, k: int, keep: Callable | None = None
+) -> Callable[[tuple], tuple]:
     """A shard's next generation: ``update(base, mirror, local terms, rows) -> (totals,
     extras)`` applied with the round's merged rows of the shard; the summary (no rows,
     ``extra`` with the rows' column sums ``row_totals`` and the learned prior's
-    ``prior_extras``) travels with it to the driver."""
+    ``prior_extras``) travels with it to the driver. A shard entry with pass sums (a
+    learned η's, :func:`~sparklda.execution.learned_eta.with_pass_sums`) carries them
+    on, ``keep(sums, local terms, rows)`` when given."""
 
     def run(pair):
         shards, merged = pair
-        s, lo, base, mirror, _ = shards[0]
+        s, lo, base, mirror, _, *kept = shards[0]
         st = merged[0][1] if merged else None
         extra = dict(st.extra) if st is not None else {}
         timings = dict(st.timings) if st is not None else {}
+        terms = None if st is None else np.asarray(st.terms, dtype=np.int64) - lo
+        rows = None if st is None else st.rows
         if update is not None:
-            terms = None if st is None else np.asarray(st.terms, dtype=np.int64) - lo
-            rows = None if st is None else st.rows
             totals, extras = update(base, mirror, terms, rows)
             extra["row_totals"] = totals
             if extras is not None:
                 extra["prior_extras"] = extras
+        if keep is not None and kept:
+            kept = [keep(kept[0], terms, rows)]
         summary = TopicStats(np.zeros(0, np.int32), np.zeros((0, k)), extra, timings)
-        return s, lo, base, mirror, summary
+        return (s, lo, base, mirror, summary, *kept)
 
     return run
 
@@ -234,12 +242,18 @@ class ShardedExecutor(ClassicExecutor):
                 base *= factor
             return s, lo, base, base.astype(dtype) if mirror else None, None
 
-        model = raw.map(first).setName(f"sparklda {mode.name} model shards (initial)")
+        model = raw.map(first)
+        keeps = mode.keeps_pass_sums()  # a learned η's pass sums beside the rows
+        pass_sums = mode.pass_sums_start() if keeps else None
+        if keeps:
+            model = with_pass_sums(model, pass_sums, bounds, self.k)
+        model = model.setName(f"sparklda {mode.name} model shards (initial)")
         self.checkpointer.update(model)
         sums = model.map(lambda e: e[2].sum(axis=0)).collect()
         self.checkpointer.materialized()
-        if isinstance(array, ShardedTopics):
-            array.unpersist()  # the first generation is computed and persisted
+        for held in (array, pass_sums):
+            if isinstance(held, ShardedTopics):
+                held.unpersist()  # the first generation is computed and persisted
         self.model = model
         nz = np.zeros(sums[0].shape if sums else self.k)  # CVB: N^Z and Var N^Z
         for col in sums:
@@ -247,6 +261,7 @@ class ShardedExecutor(ClassicExecutor):
         mode.start_sharded(nz)
         mode.collect_base = self.collect_base
         mode.held_topics = self.topics
+        mode.held_pass_sums = self.pass_sums if keeps else None
         self.requests = (
             self.corpus.train.mapPartitionsWithIndex(request_pieces(bounds))
             .partitionBy(n, _shard_partition)
@@ -266,6 +281,17 @@ class ShardedExecutor(ClassicExecutor):
             self.bounds,
         )
         return base if rows is None else base.map_rows(rows)
+
+    def pass_sums(self) -> ShardedTopics:
+        """A learned η's pass sums held beside the rows (lazy)."""
+        assert self.model is not None
+        return pass_sums_of(self.model, self.bounds, self.k)
+
+    def save_pass_sums(self, path: str) -> None:
+        """Write the pass sums (checkpoints: :meth:`ShardedTopics.write_chunks`)."""
+        from pyspark.sql import SparkSession
+
+        self.pass_sums().write_chunks(SparkSession.builder.getOrCreate(), path)
 
     def save_shards(self, path: str) -> None:
         """Write the shards' rows (checkpoints: :meth:`ShardedTopics.write_chunks`)."""
@@ -318,7 +344,7 @@ class ShardedExecutor(ClassicExecutor):
         new = (
             self.model.glom()
             .zip(merged.glom())
-            .map(update_shard(update, k))
+            .map(update_shard(update, k, mode.pass_sums_step(t)))
             .setName(f"sparklda {mode.name} model shards (round {t + 1})")
         )
         t1 = time.perf_counter()

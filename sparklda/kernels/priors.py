@@ -24,11 +24,14 @@ prior's E[log θ_k] (:func:`elog_theta_offsets`: documents with no tokens keep
 γ = α and add nothing).
 
 A symmetric η by the same fixed point on the topic-word statistics, with the
-V·K cells sharing one value (:func:`minka_eta`), on the driver.
+V·K cells sharing one value (:func:`minka_eta`); its parts (:func:`eta_cells`,
+:func:`eta_numerator`, :func:`eta_count_numerator`, :func:`eta_fixed_point`) give the
+same η from statistics held in term shards.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -231,7 +234,7 @@ def hoffman_alpha_step(alpha: Any, offsets_mean: Any, rho: float) -> NDArray[np.
 
 
 @numba.njit(**JIT_OPTIONS)
-def _eta_sums(topic_word: NDArray[np.float64], eta: float, expected: bool) -> tuple[float, float]:
+def _eta_num(topic_word: NDArray[np.float64], eta: float, expected: bool) -> float:
     v, k = topic_word.shape
     psi_eta = digamma(eta)
     num = 0.0
@@ -244,14 +247,166 @@ def _eta_sums(topic_word: NDArray[np.float64], eta: float, expected: bool) -> tu
                 # P(N ≥ 1) · [ψ(E[N | N ≥ 1] + η) − ψ(η)] with N ~ Poisson(mu)
                 p1 = -np.expm1(-mu)
                 num += p1 * (digamma(max(mu / p1, 1.0) + eta) - psi_eta)
-    den = 0.0
-    psi_w = digamma(v * eta)
+    return num
+
+
+@numba.njit(**JIT_OPTIONS)
+def _column_totals(topic_word: NDArray[np.float64]) -> NDArray[np.float64]:
+    v, k = topic_word.shape
+    out = np.zeros(k)
     for j in range(k):
         total = 0.0
         for w in range(v):
             total += topic_word[w, j]
-        den += digamma(total + v * eta) - psi_w
-    return num, den
+        out[j] = total
+    return out
+
+
+@numba.njit(**JIT_OPTIONS)
+def _eta_den(totals: NDArray[np.float64], v: int, eta: float) -> float:
+    den = 0.0
+    psi_w = digamma(v * eta)
+    for j in range(len(totals)):
+        den += digamma(totals[j] + v * eta) - psi_w
+    return den
+
+
+def eta_cells(topic_word: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(the K column sums, the positive cells in row order) of statistics ``topic_word``
+    (any of the V rows), negative values counted as 0: what :func:`minka_eta` reads of
+    them (a zero cell adds exactly 0 to its numerator, whole or expected counts)."""
+    tw = np.ascontiguousarray(np.maximum(np.asarray(topic_word, dtype=np.float64), 0.0))
+    flat = tw.reshape(-1)
+    return _column_totals(tw), flat[flat > 0.0]
+
+
+def eta_numerator(cells: Any, eta: float, expected: bool = True) -> float:
+    """Σ [ψ(N + η) − ψ(η)] over the cells ``cells`` (any shape, any of the V·K cells:
+    the sum is additive over them), the numerator of :func:`minka_eta` (with
+    ``expected``, its Poisson reading of expected counts). Negative cells count as 0."""
+    flat = np.maximum(np.asarray(cells, dtype=np.float64), 0.0).reshape(-1, 1)
+    return float(_eta_num(np.ascontiguousarray(flat), float(eta), bool(expected)))
+
+
+@numba.njit(**JIT_OPTIONS)
+def _eta_count_num(values: NDArray[np.float64], counts: NDArray[np.int64], eta: float) -> float:
+    psi_eta = digamma(eta)
+    num = 0.0
+    for i in range(len(values)):
+        num += counts[i] * (digamma(values[i] + eta) - psi_eta)
+    return num
+
+
+def eta_count_numerator(values: Any, counts: Any, eta: float) -> float:
+    """:func:`minka_eta`'s numerator of whole counts (``expected=False``) from their
+    histogram: ``counts[i]`` cells hold ``values[i]`` (zero cells add nothing)."""
+    vals = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+    cnt = np.ascontiguousarray(np.asarray(counts, dtype=np.int64))
+    return float(_eta_count_num(vals, cnt, float(eta)))
+
+
+def merge_histograms(parts: list[tuple[Any, Any]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The histogram ``(distinct values, their counts)`` of the histograms ``parts``."""
+    if not parts:
+        return np.zeros(0), np.zeros(0, np.int64)
+    values = np.concatenate([np.asarray(v, dtype=np.float64) for v, _ in parts])
+    counts = np.concatenate([np.asarray(c, dtype=np.int64) for _, c in parts])
+    distinct, where = np.unique(values, return_inverse=True)
+    summed = np.zeros(len(distinct), np.int64)
+    np.add.at(summed, where, counts)
+    return distinct, summed
+
+
+#: Chebyshev nodes of :func:`eta_node_sums` (in log η, over a factor 8 either way).
+ETA_NODES = 24
+#: The factor either way of η an interpolant of :func:`eta_node_sums` covers.
+ETA_SPAN = 8.0
+
+
+@numba.njit(**JIT_OPTIONS)
+def _eta_node_sums(cells: NDArray[np.float64], nodes: NDArray[np.float64]) -> NDArray[np.float64]:
+    n = len(nodes)
+    psi = np.empty(n)
+    for i in range(n):
+        psi[i] = digamma(nodes[i])
+    out = np.zeros(n)
+    for mu in cells:
+        if mu > 0.0:
+            p1 = -np.expm1(-mu)
+            m = max(mu / p1, 1.0)
+            for i in range(n):
+                out[i] += p1 * (digamma(m + nodes[i]) - psi[i])
+    return out
+
+
+def eta_nodes(center: float, n: int = ETA_NODES, span: float = ETA_SPAN) -> NDArray[np.float64]:
+    """The η values at which :func:`eta_node_sums` reads the cells: ``n`` Chebyshev
+    points (first kind) in log η over [center/span, center·span]."""
+    h = np.log(float(span))
+    x = np.log(float(center)) + h * np.cos(np.pi * (np.arange(n) + 0.5) / n)
+    out: NDArray[np.float64] = np.exp(x)
+    return out
+
+
+def eta_node_sums(cells: Any, nodes: Any) -> NDArray[np.float64]:
+    """:func:`minka_eta`'s numerator of expected counts ``cells`` (any of the V·K cells:
+    additive over them) at each η of ``nodes``, for :func:`eta_interpolant`."""
+    flat = np.ascontiguousarray(np.maximum(np.asarray(cells, dtype=np.float64), 0.0).reshape(-1))
+    return np.asarray(_eta_node_sums(flat, np.asarray(nodes, dtype=np.float64)))
+
+
+def eta_interpolant(
+    center: float, sums: Any, span: float = ETA_SPAN
+) -> Callable[[float], float | None]:
+    """:func:`minka_eta`'s numerator (expected counts) at η in [center/span,
+    center·span] (None outside) from ``sums``, its values at :func:`eta_nodes` (center)
+    (:func:`eta_node_sums` of every cell): η times it interpolated in log η. Each cell's
+    term P·[ψ(E + η) − ψ(η)] is analytic in x = log η within |Im x| < π (its poles are
+    at η = 0, −1, …), and η times it stays within a bounded factor over the span (about
+    P·E/η for a large η, P/η for a small one), so 24 nodes over a factor 8 either way
+    give it to near the rounding of the sums (tests/test_priors.py)."""
+    nodes = eta_nodes(center, len(sums), span)
+    values = np.asarray(sums, dtype=np.float64) * nodes
+    n = len(values)
+    k = np.arange(n)[:, None]
+    coef = (2.0 / n) * (np.cos(np.pi * k * (np.arange(n)[None, :] + 0.5) / n) @ values)
+    coef[0] /= 2.0
+    c, h = np.log(float(center)), np.log(float(span))
+
+    def numerator(eta: float) -> float | None:
+        t = (np.log(float(eta)) - c) / h
+        if not abs(t) <= 1.0 + 1e-9:
+            return None
+        return float(np.polynomial.chebyshev.chebval(t, coef)) / float(eta)
+
+    return numerator
+
+
+def eta_fixed_point(
+    numerator: Callable[[float], float],
+    totals: Any,
+    vocab_size: int,
+    eta: float,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+) -> float:
+    """Minka's fixed point for a symmetric η (:func:`minka_eta`) from its parts:
+    ``numerator(η)`` (:func:`eta_numerator` summed over all V rows, however they are
+    held) and ``totals``, the K column sums N_k of the (non-negative) statistics."""
+    totals = np.ascontiguousarray(np.asarray(totals, dtype=np.float64))
+    v = int(vocab_size)
+    eta = float(eta)
+    for _ in range(int(max_iter)):
+        den = float(_eta_den(totals, v, eta))
+        if not den > 0.0:
+            break
+        num = float(numerator(eta))
+        new = min(max(eta * num / (v * den), MIN_PRIOR), MAX_PRIOR)
+        done = abs(new - eta) <= tol * eta
+        eta = new
+        if done:
+            break
+    return eta
 
 
 def minka_eta(
@@ -277,18 +432,14 @@ def minka_eta(
     The same approximation as :func:`doc_prior_stats`' for α, with the Poisson
     P(N = 0) in place of the documents' Σ log(1 − γ) (docs/architecture.md,
     "Learned priors"). ``expected=False`` reads the statistics as integer counts.
-    Equivalent to ``tests/reference_modes.py::minka_eta``.
+    Equivalent to ``tests/reference_modes.py::minka_eta``. The numerator is additive
+    over the rows and the denominator needs only the column sums, so statistics held
+    in term shards give the same η (:func:`eta_fixed_point`, :func:`eta_numerator`).
     """
     tw = np.ascontiguousarray(np.maximum(np.asarray(topic_word, dtype=np.float64), 0.0))
-    v = tw.shape[0]
-    eta = float(eta)
-    for _ in range(int(max_iter)):
-        num, den = _eta_sums(tw, eta, bool(expected))
-        if not den > 0.0:
-            break
-        new = min(max(eta * num / (v * den), MIN_PRIOR), MAX_PRIOR)
-        done = abs(new - eta) <= tol * eta
-        eta = new
-        if done:
-            break
-    return eta
+    flag = bool(expected)
+
+    def numerator(e: float) -> float:
+        return float(_eta_num(tw, e, flag))
+
+    return eta_fixed_point(numerator, _column_totals(tw), tw.shape[0], eta, max_iter, tol)

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from ..execution.learned_eta import pass_sums_step
 from ..execution.topics import ShardedTopics
 from ..kernels.random import Stream
 from ..params import TrainParams
@@ -168,6 +169,29 @@ class Mode(ABC):
     #: Set by the executor holding the sharded statistics: a function giving them as
     #: :class:`~sparklda.execution.topics.ShardedTopics` (lazy), mapped by its argument.
     held_topics: Callable[..., ShardedTopics] | None = None
+
+    #: Set by the executor holding a learned η's pass sums beside the rows (the online
+    #: modes: :meth:`~sparklda.modes.priors.Priors.learn_eta_pass`), as ShardedTopics.
+    held_pass_sums: Callable[[], ShardedTopics] | None = None
+    #: Whether ``optimize_eta`` learns η from a pass's own sums (SCVB0, SVB).
+    eta_from_pass_sums: ClassVar[bool] = False
+
+    def keeps_pass_sums(self) -> bool:
+        """Whether the executors keep a learned η's pass sums beside the rows."""
+        sharded = getattr(self, "sharded", False)
+        return bool(self.eta_from_pass_sums and self.params.optimize_eta and sharded)
+
+    def pass_sums_start(self) -> np.ndarray | ShardedTopics | None:
+        """The pass sums the executor shards (a checkpoint's; None: zeros), handed over."""
+        start, self.priors.eta_pass = self.priors.eta_pass, None
+        return start
+
+    def pass_sums_step(self, t: int) -> Callable | None:
+        """Round ``t``'s update of each shard's pass sums (:func:`pass_sums_step`: zeroed
+        at a pass's first round, the round's merged rows added); None without them."""
+        if not self.keeps_pass_sums():
+            return None
+        return pass_sums_step(t % self.rounds_per_pass == 0, int(self.params.k))
 
     def shard_topic_word(self) -> Callable[[int, np.ndarray], np.ndarray]:
         """``rows(first term, shard's rows of the sharded state) -> its rows of

@@ -381,6 +381,10 @@ class CVB0(ShardedRows, StatefulMode[Gamma]):
         if self.params.optimize_alpha and extras is None:
             extras = np.zeros(self.k + 1)
         self.priors.minka_step(extras, self.pass_of(t))
+        if self.params.optimize_eta:  # η from N^Φ where it lives
+            assert self.held_topics is not None
+            k = self.k
+            self.priors.learn_eta(self.held_topics(lambda lo, b: b[:, :k]), self.pass_of(t))
         tokens = self.count_seen(stats)
         change = float(stats.extra.get("nphi_change", 0.0))
         return {

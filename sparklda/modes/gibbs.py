@@ -356,6 +356,11 @@ class Gibbs(ShardedRows, StatefulMode[Assignments]):
         if self.params.optimize_alpha and extras is None:
             extras = np.zeros(self.k + 1)
         self._learn_alpha(extras, self.pass_of(t))
+        if self.params.optimize_eta:  # η from the counts where they live (whole counts)
+            assert self.held_topics is not None
+            k = self.k
+            counts = self.held_topics(lambda lo, b: b[:, :k])
+            self.priors.learn_eta(counts, self.pass_of(t), expected=False)
         tokens = self.count_seen(stats)
         return {
             "nphi_change": float(stats.extra.get("nphi_change", 0.0)) / (2 * max(tokens, 1.0)),

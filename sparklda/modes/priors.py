@@ -11,10 +11,13 @@ statistics; :meth:`Priors.report` is what the round record shows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..execution.learned_eta import sharded_minka_eta
+from ..execution.topics import ShardedTopics
 from ..kernels.priors import keep_total, minka_alpha_step, minka_eta
 from ..params import TrainParams
 
@@ -33,8 +36,13 @@ class Priors:
         self.waits = waits
         self.alpha = np.full(params.k, float(params.alpha))
         self.eta = float(params.eta)
-        #: the pass's expected topic-word counts for η (:meth:`learn_eta_pass`), (V, K)
-        self.eta_pass: np.ndarray | None = None
+        #: the pass's expected topic-word counts for η (:meth:`learn_eta_pass`), (V, K);
+        #: with the model on the executors they live in its shards
+        #: (:meth:`learn_eta_pass_shards`) and this holds a restored sum until the
+        #: executor shards it (an array, or a checkpoint's shards)
+        self.eta_pass: np.ndarray | ShardedTopics | None = None
+        #: the model's shards hold a pass's partial sum (a checkpoint writes it)
+        self.pass_sums_live = False
 
     def burnin(self) -> int:
         """Passes before a learned prior moves: the first quarter of the run, at least
@@ -61,13 +69,19 @@ class Priors:
         if not self.params.optimize_alpha_sum:
             self.alpha = keep_total(self.alpha, k * self.params.alpha)
 
-    def learn_eta(self, topic_word: np.ndarray, pass_no: int, expected: bool = True) -> None:
+    def learn_eta(
+        self, topic_word: np.ndarray | ShardedTopics, pass_no: int, expected: bool = True
+    ) -> None:
         """With ``optimize_eta``, after the burn-in: η from Minka's fixed point on the
         statistics ``topic_word``: expected counts (``expected``, the collapsed
         variational modes' sums of assignment probabilities) or whole counts (a Gibbs
-        sample's, for which the fixed point was derived; :func:`minka_eta`)."""
+        sample's, for which the fixed point was derived; :func:`minka_eta`), read where
+        they live when the executors hold them (:func:`sharded_minka_eta`)."""
         if self.params.optimize_eta and self.learns(pass_no):
-            self.eta = minka_eta(topic_word, self.eta, expected=expected)
+            if isinstance(topic_word, ShardedTopics):
+                self.eta = sharded_minka_eta(topic_word, self.eta, expected=expected)
+            else:
+                self.eta = minka_eta(topic_word, self.eta, expected=expected)
 
     def learn_eta_pass(
         self, vocab_size: int, terms: np.ndarray, rows: np.ndarray, pass_no: int, pass_end: bool
@@ -89,18 +103,34 @@ class Priors:
         if not self.params.optimize_eta:
             return
         k = self.params.k
-        if self.eta_pass is None:
+        if not isinstance(self.eta_pass, np.ndarray):
             self.eta_pass = np.zeros((vocab_size, k), dtype=np.float64)
         if len(terms):
             self.eta_pass[terms] += rows[:, :k]
         if pass_end:
             if pass_no >= self.eta_pass_burnin():
-                target = minka_eta(self.eta_pass, self.eta)
-                # damped: at most a factor ETA_PASS_FACTOR a pass, either way
-                self.eta = float(
-                    np.clip(target, self.eta / ETA_PASS_FACTOR, self.eta * ETA_PASS_FACTOR)
-                )
+                self._damped(minka_eta(self.eta_pass, self.eta))
             self.eta_pass[:] = 0.0
+
+    def learn_eta_pass_shards(
+        self, sums: Callable[[], ShardedTopics] | None, pass_no: int, pass_end: bool
+    ) -> None:
+        """:meth:`learn_eta_pass` with the pass's sum held in the model's shards
+        (``sums()``; the shards add each round's rows to it and zero it at a pass's
+        first round, :func:`~sparklda.execution.learned_eta.pass_sums_step`): at the
+        pass's end, after the burn-in, η moves towards Minka's fixed point on it, read
+        where it lives (:func:`sharded_minka_eta`)."""
+        if not self.params.optimize_eta:
+            return
+        self.pass_sums_live = not pass_end  # spent at the pass's end (zeroed next round)
+        if pass_end and pass_no >= self.eta_pass_burnin():
+            if sums is None:
+                raise RuntimeError("η's pass sums are on the executors and none holds them")
+            self._damped(sharded_minka_eta(sums(), self.eta))
+
+    def _damped(self, target: float) -> None:
+        """η moved towards ``target`` by at most a factor ETA_PASS_FACTOR, either way."""
+        self.eta = float(np.clip(target, self.eta / ETA_PASS_FACTOR, self.eta * ETA_PASS_FACTOR))
 
     def eta_pass_burnin(self) -> int:
         """Passes before the online modes' η moves (:meth:`learn_eta_pass`): the first half
@@ -135,7 +165,7 @@ class Priors:
 
     def state(self) -> dict[str, Any]:
         out: dict[str, Any] = {"alpha": self.alpha, "eta": self.eta}
-        if self.eta_pass is not None:
+        if isinstance(self.eta_pass, np.ndarray):
             out["eta_pass"] = self.eta_pass
         return out
 
@@ -143,8 +173,11 @@ class Priors:
         if "alpha" in state:  # checkpoints written before learned priors have none
             self.alpha = np.array(state["alpha"], dtype=np.float64).reshape(self.params.k)
             self.eta = float(state["eta"])
-        if state.get("eta_pass") is not None:  # a pass's sum mid-pass (optimize_eta)
-            self.eta_pass = np.array(state["eta_pass"], dtype=np.float64)
+        held = state.get("eta_pass")
+        if isinstance(held, ShardedTopics):  # a checkpoint's shards, for the executors
+            self.eta_pass = held
+        elif held is not None:  # a pass's sum mid-pass (optimize_eta)
+            self.eta_pass = np.array(held, dtype=np.float64)
 
 
 def with_extras(rows: np.ndarray, extras: np.ndarray) -> np.ndarray:

@@ -205,6 +205,7 @@ class SCVB0(Mode):
     name = "scvb0"
     title = "stochastic collapsed variational Bayes, Foulds et al. 2013"
     takes_seed_topics = True
+    eta_from_pass_sums = True
     task_kernels = ("scvb0", "merge")
     driver_kernels = ("merge", "scvb0_update")
 
@@ -352,9 +353,12 @@ class SCVB0(Mode):
         self.tokens_seen += m_tokens
         if p.optimize_eta:  # from the pass's own counts, at its end (V·K digammas)
             end = (t + 1) % self.rounds_per_pass == 0
-            self.priors.learn_eta_pass(
-                self.corpus.vocab_size, stats.terms, rows, self.pass_of(t), end
-            )
+            if self.sharded:  # the shards added the round's rows to the pass's sums
+                self.priors.learn_eta_pass_shards(self.held_pass_sums, self.pass_of(t), end)
+            else:
+                self.priors.learn_eta_pass(
+                    self.corpus.vocab_size, stats.terms, rows, self.pass_of(t), end
+                )
         return {"rho": rho, "slice": s, "docs": m_docs, **self.priors.report()}
 
     # -- the model on the executors (model_placement "executors") -----------

@@ -197,6 +197,7 @@ class SVB(Mode):
     title = "online variational Bayes, Hoffman et al. 2010; batch VB with 'batch'"
     variants: ClassVar[dict[str, dict[str, Any]]] = {"svb-batch": {"batch": True}}
     task_kernels = ("svb", "merge")
+    eta_from_pass_sums = True
     #: Hoffman's α step is scaled by the round's ρ_t from the first round on.
     prior_waits = False
 
@@ -307,9 +308,12 @@ class SVB(Mode):
         self.tokens_seen += float(stats.extra.get("tokens", 0.0))
         if p.optimize_eta:  # from the pass's own expected counts, at its end
             end = (t + 1) % self.rounds_per_pass == 0
-            self.priors.learn_eta_pass(
-                self.corpus.vocab_size, stats.terms, rows, self.pass_of(t), end
-            )
+            if self.sharded:  # the shards added the round's rows to the pass's sums
+                self.priors.learn_eta_pass_shards(self.held_pass_sums, self.pass_of(t), end)
+            else:
+                self.priors.learn_eta_pass(
+                    self.corpus.vocab_size, stats.terms, rows, self.pass_of(t), end
+                )
         info = {"rho": rho, "docs": s_docs, **self.priors.report()}
         if not self.batch:
             info["slice"] = self.slice_of_round(t)

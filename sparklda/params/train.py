@@ -283,8 +283,7 @@ def _check_early_stopping(
 
 def _check_placement(values: Mapping[str, Any], owner: str, aliases: Mapping[str, str]) -> None:
     """``model_placement="executors"``: the algorithms whose model can live on the
-    executors so far (:data:`SHARDED_ALGORITHMS`), without a learned η (its fixed point
-    reads every row once a pass)."""
+    executors so far (:data:`SHARDED_ALGORITHMS`)."""
     if values["model_placement"] != "executors":
         return
     name = aliases.get("model_placement", "model_placement")
@@ -293,12 +292,6 @@ def _check_placement(values: Mapping[str, Any], owner: str, aliases: Mapping[str
             f"The {name!r} parameter of {owner} is 'executors', which the "
             f"{values['algorithm']!r} algorithm does not support yet (only "
             f"{list(SHARDED_ALGORITHMS)}); set it to 'driver' or 'auto'."
-        )
-    if values["optimize_eta"]:
-        eta = aliases.get("optimize_eta", "optimize_eta")
-        raise ParamError(
-            f"The {name!r} parameter of {owner} is 'executors', which does not learn η "
-            f"yet: set {eta!r} to false, or {name!r} to 'driver' or 'auto'."
         )
 
 

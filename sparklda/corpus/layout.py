@@ -20,7 +20,7 @@ from .source import DocSource, source_packs
 from .strategy import CorpusLayout, Laid, Plan
 from .validate import validate_and_keep
 
-__all__ = ["LOCAL_LAYOUT_MAX_PAIRS", "Layout", "RddLayout", "pruned"]
+__all__ = ["LOCAL_LAYOUT_MAX_PAIRS", "Layout", "RddLayout", "pruned", "served_blocks"]
 
 
 def pruned(rdd, partitions: list[int] | None):
@@ -147,19 +147,34 @@ class Layout:
             for i in range(self.n_held_parts)
         ]
         measured = [block_measures(b, vocab_size) for b in train_blocks + held_blocks]
-        train = (
-            sc.parallelize(train_blocks, n_parts)
-            .setName("sparklda training blocks")
-            .persist(StorageLevel.MEMORY_ONLY)
-        )
+        train = served_blocks(sc, train_blocks, "sparklda training blocks")
         heldout = (
-            sc.parallelize(held_blocks, self.n_held_parts)
-            .setName("sparklda held-out blocks")
-            .persist(StorageLevel.MEMORY_ONLY)
-            if held_blocks
-            else None
+            served_blocks(sc, held_blocks, "sparklda held-out blocks") if held_blocks else None
         )
         return train, heldout, measured
+
+
+def served_blocks(sc, blocks: list, name: str):
+    """An RDD of ``blocks``, one a partition, cached (``MEMORY_ONLY``) as the first job
+    reads them: the union of one single-partition RDD per block, each computed from a
+    broadcast variable of its own block (kept on the RDD as ``served_by``;
+    :meth:`RddLayout.release` destroys them), so an executor that computes a partition
+    fetches that block only. Not ``sc.parallelize(blocks)``: its partitions hold the
+    data, and every task of every later job on the blocks (each round's) would carry
+    its block, serialized on the driver and read again in the executor
+    (docs/architecture.md, "Corpus layout")."""
+    shares = [sc.broadcast(b) for b in blocks]
+    parts = [sc.parallelize([0], 1).map(_served(share)) for share in shares]
+    rdd = sc.union(parts).setName(name).persist(StorageLevel.MEMORY_ONLY)
+    rdd.served_by = shares
+    return rdd
+
+
+def _served(share):
+    def run(_):
+        return share.value
+
+    return run
 
 
 class RddLayout(CorpusLayout):
@@ -244,3 +259,12 @@ class RddLayout(CorpusLayout):
     def close(self) -> None:
         if self.packs is not None:
             self.packs.unpersist()
+
+    @staticmethod
+    def release(blocks) -> None:
+        """Unpersist ``blocks`` and destroy the broadcast variables of the driver's layout
+        (:func:`served_blocks`)."""
+        blocks.unpersist()
+        for share in getattr(blocks, "served_by", ()):
+            share.destroy()
+        blocks.served_by = ()

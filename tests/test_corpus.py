@@ -920,11 +920,15 @@ def test_a_small_corpus_is_laid_out_on_the_driver_with_the_executors_blocks(spar
         shuffled.unpersist()
 
 
-def test_the_driver_layout_tasks_do_not_carry_the_blocks(spark):
-    """The driver's layout serves each block from a broadcast variable of its own, so a
-    partition of the training (or held-out) blocks, which every task of every round on
-    them carries, is a few hundred bytes, not its block (``sc.parallelize`` put the
-    block in the partition); releasing the corpus destroys the broadcasts."""
+def test_the_driver_layout_tasks_do_not_carry_the_blocks(spark, monkeypatch):
+    """The driver's layout serves each block from a broadcast variable of its own (blocks
+    of at least ``SERVED_BLOCK_BYTES`` on average), so a partition of the training (or
+    held-out) blocks, which every task of every round on them carries, is a few hundred
+    bytes, not its block (``sc.parallelize`` puts the block in the partition);
+    releasing the corpus destroys the broadcasts."""
+    import sparklda.corpus.layout
+
+    monkeypatch.setattr(sparklda.corpus.layout, "SERVED_BLOCK_BYTES", 1000)
     src = planted_source(spark, n_docs=600)
     corpus = build_corpus(src, minibatch_size=600, seed=5, heldout_count=30)
     jvm = spark.sparkContext._jvm

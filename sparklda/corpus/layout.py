@@ -20,7 +20,15 @@ from .source import DocSource, source_packs
 from .strategy import CorpusLayout, Laid, Plan
 from .validate import validate_and_keep
 
-__all__ = ["LOCAL_LAYOUT_MAX_PAIRS", "Layout", "RddLayout", "pruned", "served_blocks"]
+__all__ = [
+    "LOCAL_LAYOUT_MAX_PAIRS",
+    "SERVED_BLOCK_BYTES",
+    "Layout",
+    "RddLayout",
+    "blocks_rdd",
+    "pruned",
+    "served_blocks",
+]
 
 
 def pruned(rdd, partitions: list[int] | None):
@@ -147,11 +155,32 @@ class Layout:
             for i in range(self.n_held_parts)
         ]
         measured = [block_measures(b, vocab_size) for b in train_blocks + held_blocks]
-        train = served_blocks(sc, train_blocks, "sparklda training blocks")
-        heldout = (
-            served_blocks(sc, held_blocks, "sparklda held-out blocks") if held_blocks else None
-        )
+        train = blocks_rdd(sc, train_blocks, "sparklda training blocks")
+        heldout = blocks_rdd(sc, held_blocks, "sparklda held-out blocks") if held_blocks else None
         return train, heldout, measured
+
+
+#: The driver's layout serves its blocks from broadcast variables (:func:`served_blocks`)
+#: when they hold at least this many bytes on average, else ``sc.parallelize`` s them: a
+#: block carried in every task of a job costs the JVM about 4 CPU-ms a MB each time, a
+#: served block its broadcast and RDD once, 10-40 ms when corpus building runs
+#: (docs/architecture.md, "Corpus layout").
+SERVED_BLOCK_BYTES = 1 << 20
+
+
+def _block_bytes(block) -> int:
+    if isinstance(block, DocBlock):
+        return block.nbytes()
+    return block.observed.nbytes() + block.target.nbytes()  # a HeldoutBlock
+
+
+def blocks_rdd(sc, blocks: list, name: str):
+    """An RDD of ``blocks`` laid out on the driver, one a partition, cached
+    (``MEMORY_ONLY``) as the first job reads them: :func:`served_blocks` when they
+    average at least :data:`SERVED_BLOCK_BYTES`, else ``sc.parallelize(blocks)``."""
+    if sum(_block_bytes(b) for b in blocks) >= SERVED_BLOCK_BYTES * len(blocks):
+        return served_blocks(sc, blocks, name)
+    return sc.parallelize(blocks, len(blocks)).setName(name).persist(StorageLevel.MEMORY_ONLY)
 
 
 def served_blocks(sc, blocks: list, name: str):

@@ -920,6 +920,35 @@ def test_a_small_corpus_is_laid_out_on_the_driver_with_the_executors_blocks(spar
         shuffled.unpersist()
 
 
+def test_the_driver_layout_tasks_do_not_carry_the_blocks(spark, monkeypatch):
+    """The driver's layout serves each block from a broadcast variable of its own (blocks
+    of at least ``SERVED_BLOCK_BYTES`` on average), so a partition of the training (or
+    held-out) blocks, which every task of every round on them carries, is a few hundred
+    bytes, not its block (``sc.parallelize`` puts the block in the partition);
+    releasing the corpus destroys the broadcasts."""
+    import sparklda.corpus.layout
+
+    monkeypatch.setattr(sparklda.corpus.layout, "SERVED_BLOCK_BYTES", 1000)
+    src = planted_source(spark, n_docs=600)
+    corpus = build_corpus(src, minibatch_size=600, seed=5, heldout_count=30)
+    jvm = spark.sparkContext._jvm
+    try:
+        assert corpus.report["laid_out_on"] == "driver"
+        n_parts = corpus.train.getNumPartitions()
+        assert corpus.train.count() == n_parts > 1
+        shares = corpus.train.served_by + corpus.heldout.served_by
+        assert len(shares) == n_parts + corpus.heldout.getNumPartitions()
+        block_bytes = min(b.counts.nbytes + b.local.nbytes for b in corpus.train.collect())
+        assert block_bytes > 8000
+        for rdd in (corpus.train, corpus.heldout):
+            for part in rdd._jrdd.rdd().partitions():
+                assert len(jvm.org.apache.spark.util.Utils.serialize(part)) < block_bytes / 8
+        assert all(share._jbroadcast.isValid() for share in shares)
+    finally:
+        corpus.unpersist()
+    assert not any(share._jbroadcast.isValid() for share in shares)
+
+
 @pytest.mark.parametrize("algorithm", ["scvb0", pytest.param("cvb0", marks=pytest.mark.slow)])
 def test_the_model_is_the_same_whoever_lays_out_the_corpus(spark, algorithm, monkeypatch):
     """Training on blocks laid out on the driver gives the model of the executors' layout

@@ -42,6 +42,7 @@ from sparklda.kernels import doc_keys, gibbs_init, gibbs_sweep, topic_counts
 from sparklda.params import TrainParams
 
 from .data import prepare, uci_documents
+from .map_em import RoundCpu, session_cpu
 from .systems import _score
 
 ALPHA, ETA = 0.1, 0.01
@@ -58,8 +59,9 @@ def run_sparklda(bc, k, sweeps, seed=0):
     source = bc.sparklda_source()
     base = dict(algorithm="gibbs", k=k, alpha=ALPHA, eta=ETA, gibbs_average=1)
     fit(source, TrainParams(passes=2, **base, **bc.holdout_params()))  # warm-up
+    cpu = RoundCpu()
     t0 = time.perf_counter()
-    res = fit(source, TrainParams(passes=sweeps, **base, **bc.holdout_params()))
+    res = fit(source, TrainParams(passes=sweeps, **base, **bc.holdout_params()), callbacks=[cpu])
     wall = time.perf_counter() - t0
     rounds = [r["round_s"] for r in res.rounds]
     kernels = [r.get("task_kernel_max_s") or 0.0 for r in res.rounds]
@@ -78,6 +80,9 @@ def run_sparklda(bc, k, sweeps, seed=0):
         "tasks": res.rounds[-1].get("tasks"),
         "fit_wall_s": wall,
         "partitions": res.report["mode"].get("partitions") or res.rounds[-1].get("partitions"),
+        # CPU seconds a sweep of the session's processes (driver, JVM, Python workers),
+        # sweeps 2..n as the wall times
+        **cpu.per_iter(),
     }
 
 
@@ -92,9 +97,11 @@ def run_tomotopy(bc, docs, k, sweeps, workers=2, seed=0):
     mdl.optim_interval = 0
     mdl.burn_in = 0
     mdl.train(0, workers=workers)  # initialise (not timed)
+    c0 = session_cpu()
     t0 = time.perf_counter()
     mdl.train(sweeps, workers=workers)
     elapsed = time.perf_counter() - t0
+    c1 = session_cpu()
     nphi = tomotopy_counts(mdl, bc.vocab_size, k)
     score = _score(bc, normalize_topics(nphi, ETA), ALPHA)
     return {
@@ -102,6 +109,8 @@ def run_tomotopy(bc, docs, k, sweeps, workers=2, seed=0):
         "version": tp.__version__,
         "heldout_loglik": score["heldout_loglik"],
         "sweep_s_mean": elapsed / sweeps,
+        # its threads run in this process (the driver's CPU in session_cpu)
+        "cpu_sweep_s": (c1["driver"] - c0["driver"]) / sweeps if c0 and c1 else None,
         "parallel_scheme": str(mdl.parallel if hasattr(mdl, "parallel") else "default"),
         "counts_total": float(nphi.sum()),
     }

@@ -106,14 +106,27 @@ def cpu_per_iter(before: dict, after: dict, iterations: int) -> dict:
     return {"cpu_iter_s": sum(parts.values()), **{f"cpu_{k}_iter_s": v for k, v in parts.items()}}
 
 
-class _RoundCpu(Callback):
-    """:func:`session_cpu` at the end of every round."""
+class RoundCpu(Callback):
+    """:func:`session_cpu` at the end of the first round and of the last (not of every
+    round: a reading costs the driver about 2 ms of CPU, which would count)."""
 
     def __init__(self):
-        self.readings: list[dict] = []
+        self.readings: dict[int, dict] = {}
+        self.total = 0
+
+    def on_train_start(self, plan: dict) -> None:
+        self.total = int(plan["total_rounds"])
 
     def on_round(self, record: dict) -> None:
-        self.readings.append(session_cpu())
+        if record["round"] in (1, self.total):
+            self.readings[int(record["round"])] = session_cpu()
+
+    def per_iter(self) -> dict:
+        """:func:`cpu_per_iter` over rounds 2..n (empty before two readings)."""
+        if len(self.readings) < 2:
+            return {}
+        first, last = min(self.readings), max(self.readings)
+        return cpu_per_iter(self.readings[first], self.readings[last], last - first)
 
 
 def default_priors(k: int) -> tuple[float, float]:
@@ -139,7 +152,7 @@ def run_sparklda_map(bc, k: int, iters: int, alpha: float, eta: float, seed: int
     )
     if params.seed != seed:
         raise ValueError(f"map stage: the corpus was split with seed {params.seed}, not {seed}")
-    cpu = _RoundCpu()
+    cpu = RoundCpu()
     t0 = time.perf_counter()
     res = fit(bc.sparklda_source(), params, callbacks=[cpu])
     wall = time.perf_counter() - t0
@@ -160,7 +173,7 @@ def run_sparklda_map(bc, k: int, iters: int, alpha: float, eta: float, seed: int
         "perplexity": score["perplexity"],
         "own_eval_heldout_loglik": own,
         # rounds 2..n: the first builds nothing, but it is not timed either
-        **cpu_per_iter(cpu.readings[0], cpu.readings[-1], len(cpu.readings) - 1),
+        **cpu.per_iter(),
     }
 
 

@@ -20,7 +20,15 @@ from .source import DocSource, source_packs
 from .strategy import CorpusLayout, Laid, Plan
 from .validate import validate_and_keep
 
-__all__ = ["LOCAL_LAYOUT_MAX_PAIRS", "Layout", "RddLayout", "pruned"]
+__all__ = [
+    "LOCAL_LAYOUT_MAX_PAIRS",
+    "SERVED_BLOCK_BYTES",
+    "Layout",
+    "RddLayout",
+    "blocks_rdd",
+    "pruned",
+    "served_blocks",
+]
 
 
 def pruned(rdd, partitions: list[int] | None):
@@ -147,19 +155,55 @@ class Layout:
             for i in range(self.n_held_parts)
         ]
         measured = [block_measures(b, vocab_size) for b in train_blocks + held_blocks]
-        train = (
-            sc.parallelize(train_blocks, n_parts)
-            .setName("sparklda training blocks")
-            .persist(StorageLevel.MEMORY_ONLY)
-        )
-        heldout = (
-            sc.parallelize(held_blocks, self.n_held_parts)
-            .setName("sparklda held-out blocks")
-            .persist(StorageLevel.MEMORY_ONLY)
-            if held_blocks
-            else None
-        )
+        train = blocks_rdd(sc, train_blocks, "sparklda training blocks")
+        heldout = blocks_rdd(sc, held_blocks, "sparklda held-out blocks") if held_blocks else None
         return train, heldout, measured
+
+
+#: The driver's layout serves its blocks from broadcast variables (:func:`served_blocks`)
+#: when they hold at least this many bytes on average, else ``sc.parallelize`` s them: a
+#: block carried in every task of a job costs the JVM about 4 CPU-ms a MB each time, a
+#: served block its broadcast and RDD once, 10-40 ms when corpus building runs
+#: (docs/architecture.md, "Corpus layout").
+SERVED_BLOCK_BYTES = 1 << 20
+
+
+def _block_bytes(block) -> int:
+    if isinstance(block, DocBlock):
+        return block.nbytes()
+    return block.observed.nbytes() + block.target.nbytes()  # a HeldoutBlock
+
+
+def blocks_rdd(sc, blocks: list, name: str):
+    """An RDD of ``blocks`` laid out on the driver, one a partition, cached
+    (``MEMORY_ONLY``) as the first job reads them: :func:`served_blocks` when they
+    average at least :data:`SERVED_BLOCK_BYTES`, else ``sc.parallelize(blocks)``."""
+    if sum(_block_bytes(b) for b in blocks) >= SERVED_BLOCK_BYTES * len(blocks):
+        return served_blocks(sc, blocks, name)
+    return sc.parallelize(blocks, len(blocks)).setName(name).persist(StorageLevel.MEMORY_ONLY)
+
+
+def served_blocks(sc, blocks: list, name: str):
+    """An RDD of ``blocks``, one a partition, cached (``MEMORY_ONLY``) as the first job
+    reads them: the union of one single-partition RDD per block, each computed from a
+    broadcast variable of its own block (kept on the RDD as ``served_by``;
+    :meth:`RddLayout.release` destroys them), so an executor that computes a partition
+    fetches that block only. Not ``sc.parallelize(blocks)``: its partitions hold the
+    data, and every task of every later job on the blocks (each round's) would carry
+    its block, serialized on the driver and read again in the executor
+    (docs/architecture.md, "Corpus layout")."""
+    shares = [sc.broadcast(b) for b in blocks]
+    parts = [sc.parallelize([0], 1).map(_served(share)) for share in shares]
+    rdd = sc.union(parts).setName(name).persist(StorageLevel.MEMORY_ONLY)
+    rdd.served_by = shares
+    return rdd
+
+
+def _served(share):
+    def run(_):
+        return share.value
+
+    return run
 
 
 class RddLayout(CorpusLayout):
@@ -244,3 +288,12 @@ class RddLayout(CorpusLayout):
     def close(self) -> None:
         if self.packs is not None:
             self.packs.unpersist()
+
+    @staticmethod
+    def release(blocks) -> None:
+        """Unpersist ``blocks`` and destroy the broadcast variables of the driver's layout
+        (:func:`served_blocks`)."""
+        blocks.unpersist()
+        for share in getattr(blocks, "served_by", ()):
+            share.destroy()
+        blocks.served_by = ()

@@ -30,11 +30,11 @@ from tests.helpers import (
     write_config,
 )
 
-#: 144 training documents: SCVB0 and SVB 4 rounds a pass (minibatches of 40), the others
+#: 144 training documents: SCVB0 and SVB 3 rounds a pass (minibatches of 60), the others
 #: one round a pass; each run is killed mid-run (for SCVB0 and SVB, mid-pass)
 SETTINGS = {
-    "scvb0": {"algorithm": "scvb0", "minibatch_size": 40, "passes": 2},
-    "svb": {"algorithm": "svb", "minibatch_size": 40, "passes": 2, "learning_offset": 10.0},
+    "scvb0": {"algorithm": "scvb0", "minibatch_size": 60, "passes": 2},
+    "svb": {"algorithm": "svb", "minibatch_size": 60, "passes": 2, "learning_offset": 10.0},
     "cvb0": {"algorithm": "cvb0", "minibatch_size": 1000, "passes": 4},
     "cvb": {"algorithm": "cvb", "minibatch_size": 1000, "passes": 4},
     "map": {"algorithm": "map", "minibatch_size": 1000, "passes": 4},  # α = 50/k + 1, η = 1.1
@@ -141,12 +141,12 @@ def test_keep_checkpoint_false_removes_them_after_success(source, tmp_path):
     res = fit(source, params("scvb0", checkpoint_dir=str(ck), keep_checkpoint=False))
     assert res.report["checkpoints"]["checkpoints_written"] == res.report["rounds"]
     assert not ck.exists()
-    kept = fit(source, params("scvb0", checkpoint_dir=str(ck), checkpoint_interval=3))
+    kept = fit(source, params("scvb0", checkpoint_dir=str(ck), checkpoint_interval=4))
     assert sorted(os.listdir(ck))[0] == "commits"
-    # every 3 rounds, and after the last one (8 rounds: after rounds 3, 6 and 8)
-    assert kept.report["rounds"] % 3 != 0
+    # every 4 rounds, and after the last one (6 rounds: after rounds 4 and 6)
+    assert kept.report["rounds"] % 4 != 0
     assert kept.report["checkpoints"]["checkpoints_written"] == len(
-        {r for r in range(1, kept.report["rounds"] + 1) if r % 3 == 0 or r == kept.report["rounds"]}
+        {r for r in range(1, kept.report["rounds"] + 1) if r % 4 == 0 or r == kept.report["rounds"]}
     )
 
 
@@ -163,7 +163,7 @@ def test_lda_estimator_continues_from_its_checkpoint_dir(spark, tmp_path, monkey
     df = spark.createDataFrame(
         [(int(d), SparseVector(v, t.tolist(), c.tolist())) for d, t, c in docs], ["id", "features"]
     )
-    lda = dict(k=4, maxIter=2, seed=5, minibatchSize=40, checkpointInterval=1)
+    lda = dict(k=4, maxIter=2, seed=5, minibatchSize=60, checkpointInterval=1)
     full = LDA(**lda).fit(df)
     ck = str(tmp_path / "lda-ck")
     real = TrainingCheckpoints.save

@@ -20,7 +20,8 @@ from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from tests.helpers import Crash, CrashAt, planted_source
 
-SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 40, "passes": 2}
+SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 60, "passes": 2}
+# 144 training documents in minibatches of 60: 3 rounds a pass, 6 rounds in all
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +89,7 @@ def test_training_on_the_executors_never_collects_the_model(source, tmp_path, no
         source,
         model_placement="executors",
         parts_per_slice=2,
+        passes=1,  # 3 rounds: each scored, checkpoints after rounds 2 and 3 (the last)
         eval_every=1,
         checkpoint_dir=str(tmp_path / "ck"),
         checkpoint_interval=2,
@@ -139,7 +141,7 @@ def test_a_checkpoint_of_the_shards_resumes_to_the_driver_placements_model(
 ):
     kw = {"parts_per_slice": 2, "checkpoint_interval": 2, **(SVB if algorithm == "svb" else {})}
     full = reference(algorithm)
-    assert full.report["rounds"] == 8  # 2 passes of 4 rounds
+    assert full.report["rounds"] == 6  # 2 passes of 3 rounds
     ck = str(tmp_path / "ck")
     params = TrainParams(
         **{**SCVB0, **kw, "heldout_count": 16, "model_placement": "executors", "checkpoint_dir": ck}
@@ -150,7 +152,7 @@ def test_a_checkpoint_of_the_shards_resumes_to_the_driver_placements_model(
             fit(source, params, callbacks=[CrashAt(5)])
         shutil.copytree(ck, tmp_path / "ck_driver")  # what the driver placement resumes from
         resumed = fit(source, params, resume=True)
-    assert resumed.report["resumed_after_round"] == 4
+    assert resumed.report["resumed_after_round"] == 4  # mid-pass
     np.testing.assert_allclose(resumed.model.topic_word, full.model.topic_word, rtol=1e-9)
     # the driver placement resumes from the same shards, collected (they fit)
     on_driver = fit(

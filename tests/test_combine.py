@@ -122,7 +122,7 @@ def test_auto_combines_on_the_executors_above_the_threshold():
 PARTS = 12  # many tasks per round on a tiny corpus: the driver merge's worst case
 MODES = {
     "scvb0": dict(algorithm="scvb0", passes=1, minibatch_size=60),
-    "cvb0": dict(algorithm="cvb0", passes=3, checkpoint_interval=1),  # lineage cut each round
+    "cvb0": dict(algorithm="cvb0", passes=2, checkpoint_interval=1),  # lineage cut each round
     "cvb": dict(algorithm="cvb", passes=2),
     "svb": dict(algorithm="svb", passes=1, minibatch_size=60, learning_offset=1.0),
 }

@@ -104,7 +104,7 @@ def test_training_scores_with_the_chosen_evaluator(spark, vectors, execution):
     params = TrainParams(
         algorithm="cvb0",
         k=4,
-        passes=3,
+        passes=1,
         heldout_count=12,
         seed=2,
         dtype="float64",

@@ -153,7 +153,8 @@ def test_a_shards_exp_elog_beta_rows_are_the_whole_arrays_rows():
         np.testing.assert_array_equal(served, exp_dirichlet_expectation(lam, dtype)[idx])
 
 
-SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 40, "passes": 3}
+SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 60, "passes": 2}
+# 144 training documents in minibatches of 60: 3 rounds a pass, 6 rounds in all
 
 
 @pytest.fixture(scope="module")
@@ -165,10 +166,25 @@ def _fit(source, **kw):
     return fit(source, TrainParams(**{**SCVB0, "heldout_count": 16, **kw}))
 
 
+@pytest.fixture(scope="module")
+def driver_fit(source):
+    """``driver_fit(**kw)``: the driver placement's ``_fit(source, **kw)``, made once for the
+    module (the tests that compare with the same reference share it)."""
+    fits: dict = {}
+
+    def get(**kw):
+        key = repr(sorted(kw.items()))
+        if key not in fits:
+            fits[key] = _fit(source, **kw)
+        return fits[key]
+
+    return get
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("tasks", [2, 8])
-def test_scvb0_on_the_executors_gives_the_driver_placements_model(source, tasks):
-    driver = _fit(source, parts_per_slice=tasks)
+def test_scvb0_on_the_executors_gives_the_driver_placements_model(source, driver_fit, tasks):
+    driver = driver_fit(parts_per_slice=tasks)
     sharded = _fit(source, parts_per_slice=tasks, model_placement="executors")
     np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
     assert sharded.model.metadata["params"]["model_placement"] == "executors"
@@ -191,9 +207,11 @@ VARIANTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_scvb0_variants_on_the_executors_give_the_driver_placements_model(source, variant):
-    kw = {"parts_per_slice": 2, "passes": 2, **VARIANTS[variant]}
-    driver = _fit(source, **kw)
+def test_scvb0_variants_on_the_executors_give_the_driver_placements_model(
+    source, driver_fit, variant
+):
+    kw = {"parts_per_slice": 2, **VARIANTS[variant]}
+    driver = driver_fit(**kw)
     sharded = _fit(source, model_placement="executors", **kw)
     _same_model(sharded, driver)
 
@@ -206,7 +224,7 @@ def _same_model(sharded, driver):
         assert driver.model.eta != pytest.approx(sharded.model.metadata["params"]["eta"])
 
 
-SVB = {"algorithm": "svb", "learning_offset": 10.0, "parts_per_slice": 2, "passes": 2}
+SVB = {"algorithm": "svb", "learning_offset": 10.0, "parts_per_slice": 2}
 SVB_VARIANTS = {
     "online": {},
     "learned_alpha": {"optimize_alpha": True},
@@ -217,17 +235,17 @@ SVB_VARIANTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(SVB_VARIANTS))
-def test_svb_on_the_executors_gives_the_driver_placements_model(source, variant):
+def test_svb_on_the_executors_gives_the_driver_placements_model(source, driver_fit, variant):
     kw = {**SVB, **SVB_VARIANTS[variant]}
-    driver = _fit(source, **kw)
+    driver = driver_fit(**kw)
     sharded = _fit(source, model_placement="executors", **kw)
     _same_model(sharded, driver)
     assert all(r["merged_bytes"] == 0 for r in sharded.rounds)
 
 
 @pytest.mark.slow
-def test_a_warm_start_on_the_executors_gives_the_driver_placements_model(source):
-    first = _fit(source, passes=1, parts_per_slice=2)
+def test_a_warm_start_on_the_executors_gives_the_driver_placements_model(source, driver_fit):
+    first = driver_fit(parts_per_slice=2)  # any earlier run: the one the tests above compare with
     kw = {"passes": 1, "parts_per_slice": 2, "seed": 5}
     driver = fit(source, TrainParams(**{**SCVB0, **kw}), initial_model=first.model)
     sharded = fit(
@@ -238,33 +256,50 @@ def test_a_warm_start_on_the_executors_gives_the_driver_placements_model(source)
     np.testing.assert_allclose(sharded.model.topic_word, driver.model.topic_word, rtol=1e-9)
 
 
+#: the resumed runs' references: the runs the tests above compare with (not checkpointed)
+RESUMED = {
+    "scvb0": {},
+    "svb": SVB,
+    # η moves at the last pass's end: the crash comes mid-pass, in the last pass
+    "scvb0_learned_eta": VARIANTS["learned_eta"],
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["scvb0", "svb", "scvb0_learned_eta"])
-def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(source, tmp_path, algorithm):
-    kw = {"parts_per_slice": 2, "checkpoint_interval": 2}
-    if algorithm == "svb":
-        kw.update(algorithm="svb", learning_offset=10.0)
-    if algorithm == "scvb0_learned_eta":  # 4 rounds a pass: the crash comes mid-pass
-        kw.update(optimize_eta=True, eta=0.5)
-    full = _fit(source, **kw)
+@pytest.mark.parametrize("algorithm", sorted(RESUMED))
+def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(
+    source, driver_fit, tmp_path, algorithm
+):
+    kw = {"parts_per_slice": 2, **RESUMED[algorithm]}
+    full = driver_fit(**kw)
     ck = str(tmp_path / "ck")
     sharded = TrainParams(
-        **{**SCVB0, **kw, "heldout_count": 16, "model_placement": "executors", "checkpoint_dir": ck}
+        **{
+            **SCVB0,
+            **kw,
+            "heldout_count": 16,
+            "model_placement": "executors",
+            "checkpoint_dir": ck,
+            "checkpoint_interval": 2,
+        }
     )
-    with pytest.raises(Crash):
-        fit(source, sharded, callbacks=[CrashAt(7)])
+    with pytest.raises(Crash):  # after round 5, the second of the last pass's 3
+        fit(source, sharded, callbacks=[CrashAt(5)])
     if algorithm == "scvb0_learned_eta":
         # the pass's sums for η were checkpointed by the shards holding them, and the
         # driver placement resumes from them too (collected)
         assert list(tmp_path.glob("ck/**/eta_pass"))
         shutil.copytree(ck, tmp_path / "ck_driver")
         where = str(tmp_path / "ck_driver")
-        on_driver = TrainParams(**{**SCVB0, **kw, "heldout_count": 16, "checkpoint_dir": where})
+        on_driver = TrainParams(
+            **{**sharded.to_dict(), "model_placement": "driver", "checkpoint_dir": where}
+        )
         _same_model(fit(source, on_driver, resume=True), full)
     resumed = fit(source, sharded, resume=True)
-    assert resumed.report["resumed_after_round"] == 6
+    assert resumed.report["resumed_after_round"] == 4  # mid-pass
+    assert resumed.report["rounds"] == full.report["rounds"] == 6
     np.testing.assert_allclose(resumed.model.topic_word, full.model.topic_word, rtol=1e-9)
     _same_model(resumed, full)
     # the shards' lineage is cut every checkpoint_interval rounds
-    assert any(r["checkpointed"] for r in resumed.rounds[6:])
-    assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[6:])
+    assert any(r["checkpointed"] for r in resumed.rounds[4:])
+    assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[4:])

@@ -4,6 +4,8 @@ placement's model (sparklda/execution/sharded_stateful.py)."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,8 @@ from sparklda.modes.sharded_rows import replace_rows, served_rows
 from sparklda.params import TrainParams
 from tests.helpers import Crash, CrashAt, planted_source
 
-BASE = {"k": 4, "seed": 3, "passes": 3, "heldout_count": 16}
+#: CVB0, CVB, MAP and Gibbs: one round a pass
+BASE = {"k": 4, "seed": 3, "passes": 2, "heldout_count": 16}
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +28,21 @@ def source(spark):
 def _fit(source, initial_model=None, callbacks=(), resume=False, **kw):
     params = TrainParams(**{**BASE, **kw})
     return fit(source, params, initial_model=initial_model, callbacks=callbacks, resume=resume)
+
+
+@pytest.fixture(scope="module")
+def driver_fit(source):
+    """``driver_fit(initial_model=None, **kw)``: the driver placement's ``_fit``, made once
+    for the module (the tests that compare with the same reference share it)."""
+    fits: dict = {}
+
+    def get(initial_model=None, **kw):
+        key = (id(initial_model), repr(sorted(kw.items())))
+        if key not in fits:
+            fits[key] = (initial_model, _fit(source, initial_model=initial_model, **kw))
+        return fits[key][1]  # (the initial model is kept alive: its id stays its own)
+
+    return get
 
 
 def _same(sharded, driver):
@@ -126,13 +144,14 @@ def test_eta_from_the_shards_is_minka_eta_of_the_whole_array(spark, monkeypatch,
 @pytest.mark.parametrize("algorithm", ["cvb0", "map", "gibbs"])
 @pytest.mark.parametrize("tasks", [2, 8])
 def test_a_stateful_mode_on_the_executors_gives_the_driver_placements_model(
-    source, algorithm, tasks
+    source, driver_fit, algorithm, tasks
 ):
     kw = {"algorithm": algorithm, "parts_per_slice": tasks}
-    driver = _fit(source, **kw)
+    driver = driver_fit(**kw)
     sharded = _fit(source, model_placement="executors", **kw)
     _same(sharded, driver)
     assert sharded.report["mode"]["model_placement"] == "executors"
+    assert len(sharded.rounds) == BASE["passes"]  # the second round replaces the first's rows
     for row, ref in zip(sharded.rounds, driver.rounds, strict=True):
         assert row["merged_bytes"] == 0  # no rows of the model reach the driver
         assert row["driver_bytes"] < 64 * BASE["k"] * 8
@@ -166,9 +185,11 @@ VARIANTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_stateful_variants_on_the_executors_give_the_driver_placements_model(source, variant):
-    kw = {"parts_per_slice": 2, "passes": 2, **VARIANTS[variant]}
-    driver = _fit(source, **kw)
+def test_stateful_variants_on_the_executors_give_the_driver_placements_model(
+    source, driver_fit, variant
+):
+    kw = {"parts_per_slice": 2, **VARIANTS[variant]}
+    driver = driver_fit(**kw)
     sharded = _fit(source, model_placement="executors", **kw)
     _same(sharded, driver)
     if kw.get("optimize_alpha"):  # α was learned (it moved from 0.1)
@@ -177,37 +198,21 @@ def test_stateful_variants_on_the_executors_give_the_driver_placements_model(sou
         assert abs(driver.model.eta - 0.01) > 1e-3
 
 
+#: a warm start's initial model: an earlier run, the one the tests above compare with
+WARM = {"passes": 1, "parts_per_slice": 2, "seed": 5}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["cvb0", "cvb", "map", "gibbs"])
 def test_a_stateful_warm_start_on_the_executors_gives_the_driver_placements_model(
-    source, algorithm
+    source, driver_fit, algorithm
 ):
-    first = _fit(source, algorithm=algorithm, passes=1, parts_per_slice=2)
-    kw = {"algorithm": algorithm, "passes": 1, "parts_per_slice": 2, "seed": 5}
-    driver = _fit(source, initial_model=first.model, **kw)
-    sharded = _fit(source, initial_model=first.model, model_placement="executors", **kw)
+    first = driver_fit(algorithm=algorithm, parts_per_slice=2)
+    driver = driver_fit(initial_model=first.model, algorithm=algorithm, **WARM)
+    sharded = _fit(
+        source, initial_model=first.model, model_placement="executors", algorithm=algorithm, **WARM
+    )
     _same(sharded, driver)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["cvb0", "cvb", "map", "gibbs"])
-def test_a_stateful_run_on_the_executors_resumes_to_the_driver_placements_model(
-    source, tmp_path, algorithm
-):
-    kw = {"algorithm": algorithm, "parts_per_slice": 2, "passes": 5, "checkpoint_interval": 2}
-    if algorithm == "gibbs":  # the average of the last sweeps spans the resume
-        kw["gibbs_average"] = 4
-    full = _fit(source, **kw)
-    ck = str(tmp_path / "ck")
-    sharded = {**kw, "model_placement": "executors", "checkpoint_dir": ck}
-    with pytest.raises(Crash):
-        _fit(source, callbacks=[CrashAt(3)], **sharded)
-    resumed = _fit(source, resume=True, **sharded)
-    assert resumed.report["resumed_after_round"] == 2
-    _same(resumed, full)
-    # the shards' and the states' lineage is cut every checkpoint_interval rounds
-    assert any(r["checkpointed"] for r in resumed.rounds[2:])
-    assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[2:])
 
 
 def _refuse(*args, **kwargs):
@@ -221,53 +226,58 @@ def _refuse(*args, **kwargs):
         ("cvb0", {"seed_topics": {"0": ["w0", "w1"]}, "seed_confidence": 0.5}),
         ("cvb", {}),
         ("map", {}),
+        # the average of the last 3 sweeps (2 to 4) spans the resume after round 2
         ("gibbs", {"gibbs_average": 3, "seed_topics": {"0": ["w0", "w1"]}}),
     ],
 )
-def test_a_stateful_mode_on_the_executors_ends_with_a_sharded_model_never_collected(
+def test_a_stateful_run_on_the_executors_resumes_to_the_driver_placements_model_never_collected(
     source, tmp_path, monkeypatch, algorithm, extra
 ):
-    kw = {
-        "algorithm": algorithm,
-        "parts_per_slice": 2,
-        "passes": 4,
-        "checkpoint_interval": 2,
-        "eval_every": 1,
-        **extra,
-    }
+    """A run on the executors killed after round 3 resumes from its checkpoint of round 2
+    (the shards' and the states', never collected) to the driver placement's model, its
+    evaluations too; the driver placement resumes from the same checkpoint, collected."""
+    kw = {"algorithm": algorithm, "parts_per_slice": 2, "passes": 4, "eval_every": 1, **extra}
     full = _fit(source, **kw)
-    sharded = {**kw, "model_placement": "executors", "checkpoint_dir": str(tmp_path / "ck")}
+    ck = tmp_path / "ck"
+    sharded = {**kw, "model_placement": "executors", "checkpoint_dir": str(ck)}
+    sharded["checkpoint_interval"] = 2
     with monkeypatch.context() as m:  # evaluation, checkpoints, resume, the model: shards
         m.setattr(ShardedExecutor, "collect_base", _refuse)
         m.setattr(ShardedTopics, "collect", _refuse)
         with pytest.raises(Crash):
             _fit(source, callbacks=[CrashAt(3)], **sharded)
+        shutil.copytree(ck, tmp_path / "ck_driver")  # what the driver placement resumes from
         resumed = _fit(source, resume=True, **sharded)
     assert resumed.report["resumed_after_round"] == 2
     assert resumed.model.sharded
     _same(resumed, full)
     for ev, ref in zip(resumed.evaluations, full.evaluations, strict=True):
         assert ev["heldout_loglik"] == pytest.approx(ref["heldout_loglik"], rel=1e-9)
+    # the shards' and the states' lineage is cut every checkpoint_interval rounds
+    assert any(r["checkpointed"] for r in resumed.rounds[2:])
+    assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[2:])
     # the driver placement resumes from the same shards, collected (they fit)
-    with pytest.raises(Crash):
-        _fit(source, callbacks=[CrashAt(3)], **sharded)
-    on_driver = _fit(source, resume=True, **{**sharded, "model_placement": "driver"})
+    where = str(tmp_path / "ck_driver")
+    on_driver = _fit(
+        source, resume=True, **{**sharded, "model_placement": "driver", "checkpoint_dir": where}
+    )
     assert on_driver.report["resumed_after_round"] == 2
     _same(on_driver, full)
 
 
 @pytest.mark.slow
 def test_a_stateful_warm_start_from_a_sharded_model_collects_it_for_the_initial_states(
-    source, tmp_path
+    source, driver_fit, tmp_path
 ):
     from sparklda.model import TopicModel
 
-    kw = {"algorithm": "cvb0", "passes": 1, "parts_per_slice": 2}
-    first = _fit(source, **kw)
+    first = driver_fit(algorithm="cvb0", parts_per_slice=2)  # as in the warm starts above
     path = str(tmp_path / "m")
     first.model.save(path)
     initial = TopicModel.load(path, max_driver_bytes=0)
     assert initial.sharded
-    driver = _fit(source, initial_model=first.model, seed=5, **kw)
-    sharded = _fit(source, initial_model=initial, seed=5, model_placement="executors", **kw)
+    driver = driver_fit(initial_model=first.model, algorithm="cvb0", **WARM)
+    sharded = _fit(
+        source, initial_model=initial, model_placement="executors", algorithm="cvb0", **WARM
+    )
     _same(sharded, driver)

@@ -30,14 +30,16 @@ from tests.helpers import (
     write_config,
 )
 
+#: 144 training documents: SCVB0 and SVB 3 rounds a pass (minibatches of 60), the others
+#: one round a pass; each run is killed mid-run (for SCVB0 and SVB, mid-pass)
 SETTINGS = {
-    "scvb0": {"algorithm": "scvb0", "minibatch_size": 40, "passes": 3},
-    "svb": {"algorithm": "svb", "minibatch_size": 40, "passes": 3, "learning_offset": 10.0},
-    "cvb0": {"algorithm": "cvb0", "minibatch_size": 1000, "passes": 5},
-    "cvb": {"algorithm": "cvb", "minibatch_size": 1000, "passes": 5},
-    "map": {"algorithm": "map", "minibatch_size": 1000, "passes": 5},  # α = 50/k + 1, η = 1.1
-    # the average of the last 3 sweeps spans the crash
-    "gibbs": {"algorithm": "gibbs", "minibatch_size": 1000, "passes": 6, "gibbs_average": 3},
+    "scvb0": {"algorithm": "scvb0", "minibatch_size": 60, "passes": 2},
+    "svb": {"algorithm": "svb", "minibatch_size": 60, "passes": 2, "learning_offset": 10.0},
+    "cvb0": {"algorithm": "cvb0", "minibatch_size": 1000, "passes": 4},
+    "cvb": {"algorithm": "cvb", "minibatch_size": 1000, "passes": 4},
+    "map": {"algorithm": "map", "minibatch_size": 1000, "passes": 4},  # α = 50/k + 1, η = 1.1
+    # the average of the last 3 sweeps (2 to 4) spans the crash after round 3
+    "gibbs": {"algorithm": "gibbs", "minibatch_size": 1000, "passes": 4, "gibbs_average": 3},
 }
 
 
@@ -141,7 +143,8 @@ def test_keep_checkpoint_false_removes_them_after_success(source, tmp_path):
     assert not ck.exists()
     kept = fit(source, params("scvb0", checkpoint_dir=str(ck), checkpoint_interval=4))
     assert sorted(os.listdir(ck))[0] == "commits"
-    # every 4 rounds, and after the last one
+    # every 4 rounds, and after the last one (6 rounds: after rounds 4 and 6)
+    assert kept.report["rounds"] % 4 != 0
     assert kept.report["checkpoints"]["checkpoints_written"] == len(
         {r for r in range(1, kept.report["rounds"] + 1) if r % 4 == 0 or r == kept.report["rounds"]}
     )
@@ -160,7 +163,7 @@ def test_lda_estimator_continues_from_its_checkpoint_dir(spark, tmp_path, monkey
     df = spark.createDataFrame(
         [(int(d), SparseVector(v, t.tolist(), c.tolist())) for d, t, c in docs], ["id", "features"]
     )
-    lda = dict(k=4, maxIter=3, seed=5, minibatchSize=40, checkpointInterval=1)
+    lda = dict(k=4, maxIter=2, seed=5, minibatchSize=60, checkpointInterval=1)
     full = LDA(**lda).fit(df)
     ck = str(tmp_path / "lda-ck")
     real = TrainingCheckpoints.save

@@ -6,6 +6,8 @@ on the driver."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -18,7 +20,8 @@ from sparklda.model import TopicModel
 from sparklda.params import TrainParams
 from tests.helpers import Crash, CrashAt, planted_source
 
-SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 40, "passes": 2}
+SCVB0 = {"algorithm": "scvb0", "k": 4, "seed": 3, "minibatch_size": 60, "passes": 2}
+# 144 training documents in minibatches of 60: 3 rounds a pass, 6 rounds in all
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +89,7 @@ def test_training_on_the_executors_never_collects_the_model(source, tmp_path, no
         source,
         model_placement="executors",
         parts_per_slice=2,
+        passes=1,  # 3 rounds: each scored, checkpoints after rounds 2 and 3 (the last)
         eval_every=1,
         checkpoint_dir=str(tmp_path / "ck"),
         checkpoint_interval=2,
@@ -111,15 +115,33 @@ def test_the_sharded_model_is_the_driver_placements(pair):
     np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
+SVB = {"algorithm": "svb", "learning_offset": 10.0}
+
+
+@pytest.fixture(scope="module")
+def reference(source, pair):
+    """``reference(algorithm)``: the driver placement's run of SCVB0 (the pair's) or of SVB
+    (made once for the module) on 2 tasks a round, the resumed runs' and the warm starts'."""
+    svb: list = []
+
+    def get(algorithm):
+        if algorithm == "scvb0":
+            return pair[0]
+        if not svb:
+            svb.append(_fit(source, parts_per_slice=2, **SVB))
+        return svb[0]
+
+    return get
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["scvb0", "svb"])
 def test_a_checkpoint_of_the_shards_resumes_to_the_driver_placements_model(
-    source, tmp_path, algorithm, monkeypatch
+    source, reference, tmp_path, algorithm, monkeypatch
 ):
-    kw = {"parts_per_slice": 2, "checkpoint_interval": 2, "passes": 3}
-    if algorithm == "svb":
-        kw.update(algorithm="svb", learning_offset=10.0)
-    full = _fit(source, **kw)
+    kw = {"parts_per_slice": 2, "checkpoint_interval": 2, **(SVB if algorithm == "svb" else {})}
+    full = reference(algorithm)
+    assert full.report["rounds"] == 6  # 2 passes of 3 rounds
     ck = str(tmp_path / "ck")
     params = TrainParams(
         **{**SCVB0, **kw, "heldout_count": 16, "model_placement": "executors", "checkpoint_dir": ck}
@@ -128,14 +150,21 @@ def test_a_checkpoint_of_the_shards_resumes_to_the_driver_placements_model(
         m.setattr(ShardedExecutor, "collect_base", _refuse)
         with pytest.raises(Crash):
             fit(source, params, callbacks=[CrashAt(5)])
+        shutil.copytree(ck, tmp_path / "ck_driver")  # what the driver placement resumes from
         resumed = fit(source, params, resume=True)
-    assert resumed.report["resumed_after_round"] == 4
+    assert resumed.report["resumed_after_round"] == 4  # mid-pass
     np.testing.assert_allclose(resumed.model.topic_word, full.model.topic_word, rtol=1e-9)
     # the driver placement resumes from the same shards, collected (they fit)
-    with pytest.raises(Crash):
-        fit(source, params, callbacks=[CrashAt(5)])
     on_driver = fit(
-        source, TrainParams(**{**params.to_dict(), "model_placement": "driver"}), resume=True
+        source,
+        TrainParams(
+            **{
+                **params.to_dict(),
+                "model_placement": "driver",
+                "checkpoint_dir": str(tmp_path / "ck_driver"),
+            }
+        ),
+        resume=True,
     )
     assert on_driver.report["resumed_after_round"] == 4
     np.testing.assert_allclose(on_driver.model.topic_word, full.model.topic_word, rtol=1e-9)
@@ -210,7 +239,6 @@ def test_a_damaged_table_is_refused_when_loading_sharded(tmp_path, spark):
     topics = str(version / "topics")
     frame = spark.read.parquet(topics)
     short = frame.filter("term_index != 4").toPandas()
-    import shutil
 
     shutil.rmtree(topics)
     spark.createDataFrame(short, frame.schema).write.parquet(topics)
@@ -347,14 +375,13 @@ def test_the_ml_wrapper_of_a_sharded_model_describes_saves_and_loads_it(models, 
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["scvb0", "svb"])
 def test_a_warm_start_from_a_sharded_model_stays_on_the_executors(
-    source, tmp_path, algorithm, monkeypatch
+    source, reference, tmp_path, algorithm, monkeypatch
 ):
-    kw = {"passes": 1, "parts_per_slice": 2}
-    if algorithm == "svb":
-        kw.update(algorithm="svb", learning_offset=10.0)
-    first = _fit(source, **kw)
+    first = reference(algorithm)  # any earlier run: the one the tests above compare with
     initial = _sharded_copy(first.model, tmp_path)
-    again = {**SCVB0, **kw, "seed": 5}
+    again = {**SCVB0, "passes": 1, "parts_per_slice": 2, "seed": 5}
+    if algorithm == "svb":
+        again.update(SVB)
     driver = fit(source, TrainParams(**again), initial_model=first.model)
     with monkeypatch.context() as m:
         m.setattr(ShardedExecutor, "collect_base", _refuse)

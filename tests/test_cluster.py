@@ -39,10 +39,10 @@ from tests.helpers import (
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 CONFIG = os.path.join(ROOT, "sparklda", "conf", "local.toml")
-#: the run of every part: K=10, two passes, two tasks per round
+#: the run of every part: K=10, one pass (two rounds of two tasks)
 SETTINGS = [
     "training.k=10",
-    "training.passes=2",
+    "training.passes=1",
     "training.parts_per_slice=2",
     "training.seed=3",
     "evaluation.heldout_count=100",
@@ -335,7 +335,7 @@ def test_spark_submit_job_runs_on_the_cluster_with_spark_submits_settings(
     assert len(ran) == 2, spark["executors"]
     assert f"on {cluster['url']}" in out.stdout
     model = TopicModel.load(str(model_path))
-    assert model.k == 10 and model.metadata["passes"] == 2.0
+    assert model.k == 10 and model.metadata["passes"] == 1.0
     # the same model as the library's in local[2] with the same seed and partitioning
     np.testing.assert_allclose(model.topic_word, local_model, rtol=1e-5)
 

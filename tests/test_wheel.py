@@ -55,11 +55,14 @@ def venv(tmp_path_factory):
         env=env,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    # the installed package's kernels compiled into its cache once, in one process: else
-    # the train job's driver and its two Python workers each compile them at the same time
-    # (a cold cache is tests/test_kernel_cache.py's case)
-    warm = "import numpy as np; from sparklda.kernels.warm import WARMERS, warm; " + "; ".join(
-        f"warm(list(WARMERS), np.{dtype})" for dtype in ("float32", "float64")
+    # the installed package's kernels that the train job below runs (SCVB0 in float32,
+    # held-out scoring) compiled into its cache once, in one process: else the job's
+    # driver and its two Python workers each compile them at the same time (a cold cache
+    # is tests/test_kernel_cache.py's case)
+    warm = (
+        "from sparklda.modes import MODES; from sparklda.kernels.warm import warm; "
+        "m = MODES['scvb0']; "
+        "warm(set(m.task_kernels + m.driver_kernels + ('inference',)), 'float32')"
     )
     out = run([venv / "bin" / "python", "-c", warm], env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

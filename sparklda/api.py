@@ -98,6 +98,8 @@ def fit(
     task_kernels = mode.task_kernels
     if params.heldout_fraction or params.heldout_count:
         task_kernels += ("inference",)
+        if params.evaluator == "left_to_right":
+            task_kernels += ("left_to_right",)
     driver_warm = threading.Thread(
         target=_warm_driver, args=(mode.driver_kernels, params.dtype), daemon=True
     )

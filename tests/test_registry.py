@@ -47,7 +47,8 @@ def test_each_mode_fills_the_contract(name):
 
 
 def test_every_warmer_serves_a_mode_or_the_evaluation():
-    used = {"inference"}  # the held-out evaluation's fold-in (sparklda.api)
+    # the held-out evaluation's fold-in and the left-to-right evaluator (sparklda.api)
+    used = {"inference", "left_to_right"}
     for mode in MODES.values():
         used |= set(mode.task_kernels) | set(mode.driver_kernels)
     assert used == set(WARMERS)

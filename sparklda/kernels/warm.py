@@ -28,6 +28,7 @@ import numpy as np
 from .cvb0 import cvb0_block, cvb0_init_gamma
 from .gibbs import gibbs_init, gibbs_sweep, topic_counts
 from .inference import foldin_block, loglik_block
+from .left_to_right import left_to_right_block
 from .map_em import map_block
 from .scvb0 import add_scaled_rows, init_doc_stats, scatter_add_rows, scvb0_block
 from .special import dirichlet_expectation_2d
@@ -126,6 +127,12 @@ def _inference(dtype: np.dtype[Any]) -> None:
         loglik_block(_INDPTR, _LOCAL, _COUNTS.astype(dtype), phi, theta)
 
 
+def _left_to_right(dtype: np.dtype[Any]) -> None:
+    # the left-to-right evaluator computes in float64 whatever ``dtype``
+    phi = _rows(np.dtype(np.float64))
+    left_to_right_block(np.arange(2), _INDPTR, _LOCAL, _COUNTS, phi, 0.1, 2, 0)
+
+
 #: what a mode may ask to have loaded: name -> the first calls, for a dtype
 WARMERS: dict[str, Callable[[np.dtype[Any]], None]] = {
     "scvb0": _scvb0,
@@ -136,6 +143,7 @@ WARMERS: dict[str, Callable[[np.dtype[Any]], None]] = {
     "svb": _svb,
     "gibbs": _gibbs,
     "inference": _inference,
+    "left_to_right": _left_to_right,
 }
 
 

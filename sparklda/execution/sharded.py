@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
+from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
 from ..corpus import pruned
 from ..kernels.warm import settle_heap
@@ -93,6 +94,16 @@ def _identity(i: int) -> int:
     return i
 
 
+def one_per_batch(rdd):
+    """``rdd`` written one element per pickled batch (a pipelined identity map where its
+    serializer differs; PySpark's own ``_reserialize``). Two RDDs written so zip without
+    a Python pass that reads and writes each of them again (``RDD.zip`` re-batches
+    both sides of auto-batched RDDs), which for the block states would copy every γ and
+    for the shards every row. The states, the shards and the requests grouped by shard
+    hold one element a partition."""
+    return rdd._reserialize(BatchedSerializer(CPickleSerializer(), 1))
+
+
 def request_pieces(bounds: np.ndarray) -> Callable[[int, Iterable], Iterator]:
     """Each non-empty block's terms of partition ``index`` cut by term shard:
     ``(shard, (index, terms))``: the rows the block's task asks of each shard."""
@@ -116,13 +127,78 @@ def serve_rows(positions: dict[int, int], fetch: Callable) -> Callable[[tuple], 
 
     def run(pair):
         requests, shards = pair
-        s, lo, base, mirror, _ = shards[0]
+        s, lo, base, mirror, _ = _record(shards[0])
         for _, (p, terms) in requests:
             i = positions.get(p)
             if i is not None:
                 yield i, (s, terms, fetch(base, mirror, np.asarray(terms, dtype=np.int64) - lo))
 
     return run
+
+
+def _record(e: tuple) -> tuple:
+    """A shard's ``(shard, lo, base, mirror, summary)``, also when it is keyed as a round
+    that served ahead writes it (``(key, entry)``: :func:`update_serve`)."""
+    return e[1] if len(e) == 2 else e
+
+
+def merge_requests(positions: dict[int, int]) -> Callable[[Iterable], Iterator]:
+    """Reduce side of a round that serves ahead: a shard's partition of the round's
+    pieces and of the cached requests (one partitioner-aware union) as one element
+    ``(merged statistics or None, [(place, terms)])``, the requests those of the next
+    round's partitions (``positions``: partition -> its place in that round)."""
+
+    def run(items: Iterable) -> Iterator:
+        pieces, asks = [], []
+        for s, item in items:
+            if len(item) == 2:  # a block's request: (partition, terms)
+                i = positions.get(item[0])
+                if i is not None:
+                    asks.append((i, item[1]))
+            else:
+                pieces.append((s, item))
+        merged = [st for _, st in merge_pieces(pieces)]
+        yield (merged[0] if merged else None), asks
+
+    return run
+
+
+def update_serve(
+    update: Callable | None, fetch: Callable | None, k: int, n_next: int, n: int
+) -> Callable[[tuple], Iterator]:
+    """Map side of a round that serves ahead: a shard's next generation (the update of
+    :func:`update_shard`) and, from the rows it now has, the next round's ``n_next``
+    partitions their rows, all keyed for one shuffle of ``n_next + n + 1`` partitions:
+    ``(place, (shard, terms, rows))`` for the next round's partitions (``fetch(base,
+    mirror, local rows)``, as :func:`serve_rows`), ``(n_next + shard, entry)`` the new
+    generation, ``(n_next + n, (shard, summary))`` the summary for the driver."""
+    step = update_shard(update, k)
+
+    def run(pair):
+        e, (merged, asks) = pair
+        s, lo, base, mirror, summary = step(([e], [] if merged is None else [(0, merged)]))
+        yield n_next + n, (s, summary)
+        if fetch is not None:
+            for i, terms in asks:
+                rows = fetch(base, mirror, np.asarray(terms, dtype=np.int64) - lo)
+                yield i, (s, terms, rows)
+        yield n_next + s, (s, lo, base, mirror, None)
+
+    return run
+
+
+def _rows_of(e: tuple) -> tuple:
+    s, _, base, _, _ = _record(e)
+    return s, base
+
+
+def keyed_part(rdd, partitions: Iterable[int]):
+    """``rdd``'s ``partitions`` (a shuffle's output, each written by one map task as one
+    pickled batch), declared one element a batch so that it zips without a Python pass."""
+    from pyspark.rdd import RDD
+
+    part = pruned(rdd, list(partitions))
+    return RDD(part._jrdd, part.context, BatchedSerializer(CPickleSerializer(), 1))
 
 
 def task_partition(kernel: Callable, small: tuple) -> Callable[[Iterable], Iterator]:
@@ -164,7 +240,7 @@ def update_shard(update: Callable | None, k: int) -> Callable[[tuple], tuple]:
 
     def run(pair):
         shards, merged = pair
-        s, lo, base, mirror, _ = shards[0]
+        s, lo, base, mirror, _ = _record(shards[0])
         st = merged[0][1] if merged else None
         extra = dict(st.extra) if st is not None else {}
         timings = dict(st.timings) if st is not None else {}
@@ -194,6 +270,7 @@ class ShardedExecutor(ClassicExecutor):
         self.lineage_interval = int(checkpoint_interval) or LINEAGE_INTERVAL
         self.model = None  # RDD: one (shard, lo, base, mirror, summary) per partition
         self.requests = None  # RDD: (shard, (partition, terms)), partitioned by shard
+        self.ahead = None  # (round, its partitions, RDD of its rows) served by the last round
         self.k = 0
         self.since_cut = 0
 
@@ -234,7 +311,7 @@ class ShardedExecutor(ClassicExecutor):
                 base *= factor
             return s, lo, base, base.astype(dtype) if mirror else None, None
 
-        model = raw.map(first).setName(f"sparklda {mode.name} model shards (initial)")
+        model = one_per_batch(raw.map(first)).setName(f"sparklda {mode.name} model shards (initial)")
         self.checkpointer.update(model)
         sums = model.map(lambda e: e[2].sum(axis=0)).collect()
         self.checkpointer.materialized()
@@ -260,7 +337,7 @@ class ShardedExecutor(ClassicExecutor):
         ``rows(first term, rows)`` when given (e.g. the mode's N^Φ of its base)."""
         assert self.model is not None
         base = ShardedTopics(
-            self.model.map(lambda e: (e[0], e[1], e[2]), preservesPartitioning=True),
+            self.model.map(lambda e: _record(e)[:3], preservesPartitioning=True),
             int(self.bounds[-1]),
             self.k,
             self.bounds,
@@ -284,7 +361,8 @@ class ShardedExecutor(ClassicExecutor):
         """The sharded statistics on the driver, V×K (a mode's ``topic_word`` when asked
         for the array)."""
         assert self.model is not None
-        pieces = sorted(self.model.map(lambda e: (e[0], e[2])).collect(), key=lambda e: e[0])
+        entries = self.model.map(_rows_of).collect()
+        pieces = sorted(entries, key=lambda e: e[0])
         return np.concatenate([rows for _, rows in pieces])
 
     # -- a round ----------------------------------------------------------------
@@ -298,34 +376,50 @@ class ShardedExecutor(ClassicExecutor):
         update = mode.row_step(t)
         kernel = mode.kernel(t)
         parts = mode.round_partitions(t)
-        positions = {p: i for i, p in enumerate(parts)}
         n, k, bounds = self.n_shards, self.k, self.bounds
-        served = (
-            self.requests.glom()
-            .zip(self.model.glom())
-            .flatMap(serve_rows(positions, mode.fetch_rows(t)))
-            .partitionBy(len(parts), _identity)
-        )
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None and ahead[0] == t and ahead[1] == parts:
+            served = ahead[2]  # the last round's update stage served them
+        else:
+            positions = {p: i for i, p in enumerate(parts)}
+            served = (
+                one_per_batch(self.requests.glom())
+                .zip(one_per_batch(self.model.glom()))
+                .flatMap(serve_rows(positions, mode.fetch_rows(t)))
+                .partitionBy(len(parts), _identity)
+            )
         blocks = pruned(self.corpus.train, parts)
-        merged = (
-            blocks.glom()
-            .zip(served.glom())
+        pieces = (
+            one_per_batch(blocks.glom())
+            .zip(one_per_batch(served.glom()))
             .mapPartitions(task_partition(kernel, small))
             .mapPartitionsWithIndex(shard_pieces(bounds))
             .partitionBy(n, _shard_partition)
-            .mapPartitions(merge_pieces)
         )
-        new = (
-            self.model.glom()
-            .zip(merged.glom())
-            .map(update_shard(update, k))
-            .setName(f"sparklda {mode.name} model shards (round {t + 1})")
+        # the next round's rows are served by this round's update stage (two stages a
+        # round) when the mode's rows do not wait for the driver's update (SCVB0's do not)
+        total = int(mode.params.passes) * int(mode.rounds_per_pass)
+        nxt = mode.round_partitions(t + 1) if t + 1 < total else []
+        fetch = mode.fetch_rows(t + 1) if nxt and getattr(mode, "fetch_ahead", False) else None
+        if fetch is None:
+            nxt = []
+        side = self.sc.union([self.requests, pieces])
+        if side.getNumPartitions() != n:  # pragma: no cover - Spark kept the partitioner
+            raise RuntimeError("the requests and the round's pieces did not co-partition")
+        m = len(nxt)
+        out = (
+            self.model.zip(one_per_batch(side.mapPartitions(merge_requests(_places(nxt)))))
+            .flatMap(update_serve(update, fetch, k, m, n))
+            .partitionBy(m + n + 1, _identity)
+            .setName(f"sparklda {mode.name} model shards and served rows (round {t + 1})")
         )
         t1 = time.perf_counter()
-        marked = self.checkpointer.update(new)
-        summaries = new.map(lambda e: (e[0], e[4])).collect()
+        marked = self.checkpointer.update(out, persist=False)
+        summaries = [e for _, e in pruned(out, [m + n]).collect()]
         self.checkpointer.materialized()
-        self.model = new
+        self.model = keyed_part(out, range(m, m + n))
+        if fetch is not None:
+            self.ahead = (t + 1, nxt, pruned(out, list(range(m))))
         t2 = time.perf_counter()
         shards = [st for _, st in sorted(summaries, key=lambda e: e[0])]
         stats = concat_shards(shards)
@@ -350,11 +444,16 @@ class ShardedExecutor(ClassicExecutor):
         return out
 
     def close(self) -> None:
+        self.ahead = None
         if self.requests is not None:
             self.requests.unpersist()
             self.requests = None
         super().close()
         self.model = None
+
+
+def _places(parts: list[int]) -> dict[int, int]:
+    return {p: i for i, p in enumerate(parts)}
 
 
 def _summary_bytes(st: TopicStats) -> int:

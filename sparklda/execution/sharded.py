@@ -1,28 +1,36 @@
 """The model on the executors (``model_placement="executors"``, classic sessions).
 
-The topic-word statistics live in a persisted RDD with one partition per term shard
-(the combine's :func:`~sparklda.stats.shard_bounds`), each holding ``(shard, first
-term, rows of N^Φ/scale in float64, the same rows in the kernels' dtype, the shard's
-summary of the last round)``. A round:
+The topic-word statistics live in an RDD with one partition per term shard (the
+combine's :func:`~sparklda.stats.shard_bounds`), each holding ``(shard, first term,
+rows of N^Φ/scale in float64, their mirror in the kernels' dtype or None, None)``.
+A round:
 
 1. serves each task the rows of its block's terms: the block's term list, cut by
    shard, is a request built once and cached (an RDD partitioned by shard); each shard
    answers the requests of the round's partitions from its rows, and a shuffle brings
    each task its rows (no V-sized broadcast: the broadcast part of the round value is
-   O(K));
+   O(K)). A mode whose rows do not wait for the driver's update of the round before
+   (``fetch_ahead``: SCVB0) has them served by that round's update stage (step 4), so
+   this is a stage only in a run's first round (and SVB's);
 2. runs the mode's kernel on each block against its rows (the same values the driver
    placement's broadcast would give it: the same bits);
 3. combines the partials by shard as the executors' combine does
    (:func:`~sparklda.execution.classic.shard_pieces`,
-   :func:`~sparklda.execution.classic.merge_pieces`);
+   :func:`~sparklda.execution.classic.merge_pieces`), the pieces read with the cached
+   requests as one partitioner-aware union (:func:`merge_requests`);
 4. applies the mode's row update inside each shard (:meth:`row_step`, e.g. SCVB0's
-   Eq. 7-8 with its lazy decay), producing the next generation of the shard RDD,
-   persisted, its lineage cut every few rounds by a
+   Eq. 7-8 with its lazy decay) and writes, as one shuffle (:func:`update_serve`), the
+   shard's next generation, the next round's rows of each task, and the shard's O(K)
+   summary; the driver reads the summaries' partition without a Python task, the next
+   generation is the shuffle's shard partitions (:func:`keyed_part`), and the lineage
+   is cut every few rounds by a
    :class:`~sparklda.execution.checkpointer.PeriodicCheckpointer`.
 
-Only O(K) per shard reaches the driver (the rows' column sums, a learned prior's
-statistics, the counts and timings). Evaluation, checkpoints and the trained model read
-the shards where they live (:meth:`ShardedExecutor.topics`, a
+The shards are read once and written once a round, and the RDDs a round zips are
+written one element a pickled batch (:func:`one_per_batch`), so no Python pass reads
+and writes them again. Only O(K) per shard reaches the driver (the rows' column sums,
+a learned prior's statistics, the counts and timings). Evaluation, checkpoints and the
+trained model read the shards where they live (:meth:`ShardedExecutor.topics`, a
 :class:`~sparklda.execution.topics.ShardedTopics`; :meth:`save_shards`,
 :meth:`load_shards`); :meth:`ShardedExecutor.collect_base` collects them only when a
 caller asks for the V×K array. See docs/architecture.md, "Memory model".
@@ -378,7 +386,8 @@ class ShardedExecutor(ClassicExecutor):
         parts = mode.round_partitions(t)
         n, k, bounds = self.n_shards, self.k, self.bounds
         ahead, self.ahead = self.ahead, None
-        if ahead is not None and ahead[0] == t and ahead[1] == parts:
+        served_ahead = ahead is not None and ahead[0] == t and ahead[1] == parts
+        if ahead is not None and served_ahead:
             served = ahead[2]  # the last round's update stage served them
         else:
             positions = {p: i for i, p in enumerate(parts)}
@@ -425,9 +434,16 @@ class ShardedExecutor(ClassicExecutor):
         stats = concat_shards(shards)
         cut = bool(marked and self.checkpointer.last_cut)
         self.since_cut = 0 if cut else self.since_cut + 1
+        if cut:  # the generations before are unreachable now: Spark's cleaner removes
+            # their shuffle files once the driver's JVM collects them (as its periodic GC)
+            self.sc._jvm.System.gc()
         # generations since the last checkpoint (toDebugString's tree of a generation
         # reading the one before twice doubles with each round)
-        self._info = {"checkpointed": cut, "lineage_rounds": self.since_cut}
+        self._info = {
+            "checkpointed": cut,
+            "lineage_rounds": self.since_cut,
+            "served_ahead": served_ahead,  # this round's rows came from the last update stage
+        }
         return RoundOutput(
             [],
             timings={"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},

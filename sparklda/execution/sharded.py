@@ -16,8 +16,10 @@ A round:
    placement's broadcast would give it: the same bits);
 3. combines the partials by shard as the executors' combine does
    (:func:`~sparklda.execution.classic.shard_pieces`,
-   :func:`~sparklda.execution.classic.merge_pieces`), the pieces read with the cached
-   requests as one partitioner-aware union (:func:`merge_requests`);
+   :func:`~sparklda.execution.classic.merge_pieces`), the pieces read with the shard's
+   entry in the last round's output and the cached requests as one partitioner-aware
+   union, all keyed by the shard's partition there (:func:`update_partition`: one
+   Python pass; a run's first round zips its first generation with them);
 4. applies the mode's row update inside each shard (:meth:`row_step`, e.g. SCVB0's
    Eq. 7-8 with its lazy decay) and writes, as one shuffle (:func:`update_serve`), the
    shard's next generation, the next round's rows of each task, and the shard's O(K)
@@ -195,6 +197,44 @@ def update_serve(
     return run
 
 
+def update_partition(
+    positions: dict[int, int],
+    update: Callable | None,
+    fetch: Callable | None,
+    k: int,
+    n_next: int,
+    n: int,
+) -> Callable[[Iterable], Iterator]:
+    """:func:`merge_requests` and :func:`update_serve` in one pass over a shard's
+    partition of the union of the last round's output (its entry), the cached requests
+    and the round's pieces (each keyed by the same partition)."""
+    gather = merge_requests(positions)
+    serve = update_serve(update, fetch, k, n_next, n)
+
+    def run(items: Iterable) -> Iterator:
+        entry, rest = None, []
+        for key, value in items:
+            if len(value) == 5:  # the shard's entry
+                entry = value
+            else:
+                rest.append((key, value))
+        if entry is not None:
+            for side in gather(rest):
+                yield from serve((entry, side))
+
+    return run
+
+
+def shifted(offset: int) -> Callable[[tuple], tuple]:
+    """``(key + offset, value)``: a shard's pieces and requests keyed by the partition its
+    entry has in the last round's output."""
+
+    def run(kv: tuple) -> tuple:
+        return kv[0] + offset, kv[1]
+
+    return run
+
+
 def _rows_of(e: tuple) -> tuple:
     s, _, base, _, _ = _record(e)
     return s, base
@@ -279,6 +319,9 @@ class ShardedExecutor(ClassicExecutor):
         self.model = None  # RDD: one (shard, lo, base, mirror, summary) per partition
         self.requests = None  # RDD: (shard, (partition, terms)), partitioned by shard
         self.ahead = None  # (round, its partitions, RDD of its rows) served by the last round
+        self.out = None  # the last round's output (rows served ahead, shards, summaries)
+        self.out_served = 0  # its partitions of rows served ahead (the shards' come next)
+        self.keyed: dict = {}  # the requests keyed as the shards are in an output
         self.k = 0
         self.since_cut = 0
 
@@ -319,13 +362,16 @@ class ShardedExecutor(ClassicExecutor):
                 base *= factor
             return s, lo, base, base.astype(dtype) if mirror else None, None
 
-        model = one_per_batch(raw.map(first)).setName(f"sparklda {mode.name} model shards (initial)")
+        model = one_per_batch(raw.map(first)).setName(
+            f"sparklda {mode.name} model shards (initial)"
+        )
         self.checkpointer.update(model)
         sums = model.map(lambda e: e[2].sum(axis=0)).collect()
         self.checkpointer.materialized()
         if isinstance(array, ShardedTopics):
             array.unpersist()  # the first generation is computed and persisted
         self.model = model
+        self.out, self.out_served = None, 0
         nz = np.zeros(sums[0].shape if sums else self.k)  # CVB: N^Z and Var N^Z
         for col in sums:
             nz = nz + col
@@ -338,6 +384,19 @@ class ShardedExecutor(ClassicExecutor):
             .setName("sparklda model requests (block terms by shard)")
             .cache()
         )
+
+    def _keyed_requests(self, offset: int, width: int):
+        """The requests keyed ``offset + shard`` over ``width`` partitions (cached), to
+        union with an output whose shards start at ``offset``."""
+        if offset not in self.keyed:
+            self.keyed[offset] = (
+                self.corpus.train.mapPartitionsWithIndex(request_pieces(self.bounds))
+                .map(shifted(offset))
+                .partitionBy(width, _identity)
+                .setName("sparklda model requests (block terms by shard)")
+                .cache()
+            )
+        return self.keyed[offset]
 
     # -- the model after (and between) the rounds: docs/architecture.md ---------
     def topics(self, rows: Callable | None = None) -> ShardedTopics:
@@ -403,7 +462,6 @@ class ShardedExecutor(ClassicExecutor):
             .zip(one_per_batch(served.glom()))
             .mapPartitions(task_partition(kernel, small))
             .mapPartitionsWithIndex(shard_pieces(bounds))
-            .partitionBy(n, _shard_partition)
         )
         # the next round's rows are served by this round's update stage (two stages a
         # round) when the mode's rows do not wait for the driver's update (SCVB0's do not)
@@ -412,21 +470,37 @@ class ShardedExecutor(ClassicExecutor):
         fetch = mode.fetch_rows(t + 1) if nxt and getattr(mode, "fetch_ahead", False) else None
         if fetch is None:
             nxt = []
-        side = self.sc.union([self.requests, pieces])
-        if side.getNumPartitions() != n:  # pragma: no cover - Spark kept the partitioner
-            raise RuntimeError("the requests and the round's pieces did not co-partition")
         m = len(nxt)
-        out = (
-            self.model.zip(one_per_batch(side.mapPartitions(merge_requests(_places(nxt)))))
-            .flatMap(update_serve(update, fetch, k, m, n))
-            .partitionBy(m + n + 1, _identity)
-            .setName(f"sparklda {mode.name} model shards and served rows (round {t + 1})")
+        if self.out is not None:  # the shards are the last round's output: one pass
+            off, width = self.out_served, self.out_served + n + 1
+            both = self.sc.union(
+                [
+                    self.out,
+                    self._keyed_requests(off, width),
+                    pieces.map(shifted(off)).partitionBy(width, _identity),
+                ]
+            )
+            if both.getNumPartitions() != width:  # pragma: no cover - Spark's union
+                raise RuntimeError("the shards, requests and pieces did not co-partition")
+            updated = pruned(both, list(range(off, off + n))).mapPartitions(
+                update_partition(_places(nxt), update, fetch, k, m, n)
+            )
+        else:  # the first generation (persisted): zipped with the merged pieces
+            side = self.sc.union([self.requests, pieces.partitionBy(n, _shard_partition)])
+            if side.getNumPartitions() != n:  # pragma: no cover - Spark's union
+                raise RuntimeError("the requests and the round's pieces did not co-partition")
+            updated = self.model.zip(
+                one_per_batch(side.mapPartitions(merge_requests(_places(nxt))))
+            ).flatMap(update_serve(update, fetch, k, m, n))
+        out = updated.partitionBy(m + n + 1, _identity).setName(
+            f"sparklda {mode.name} model shards and served rows (round {t + 1})"
         )
         t1 = time.perf_counter()
         marked = self.checkpointer.update(out, persist=False)
         summaries = [e for _, e in pruned(out, [m + n]).collect()]
         self.checkpointer.materialized()
         self.model = keyed_part(out, range(m, m + n))
+        self.out, self.out_served = out, m
         if fetch is not None:
             self.ahead = (t + 1, nxt, pruned(out, list(range(m))))
         t2 = time.perf_counter()
@@ -460,7 +534,10 @@ class ShardedExecutor(ClassicExecutor):
         return out
 
     def close(self) -> None:
-        self.ahead = None
+        self.ahead = self.out = None
+        for rdd in self.keyed.values():
+            rdd.unpersist()
+        self.keyed = {}
         if self.requests is not None:
             self.requests.unpersist()
             self.requests = None

@@ -114,6 +114,14 @@ def one_per_batch(rdd):
     return rdd._reserialize(BatchedSerializer(CPickleSerializer(), 1))
 
 
+def gathered(items: Iterable) -> Iterator[list]:
+    """A partition as one list (``RDD.glom``), in a worker whose heap is settled first
+    (:func:`~sparklda.kernels.warm.settle_heap`: the daemon's collection after each task
+    of a reused worker then skips the modules' objects)."""
+    settle_heap()
+    yield list(items)
+
+
 def request_pieces(bounds: np.ndarray) -> Callable[[int, Iterable], Iterator]:
     """Each non-empty block's terms of partition ``index`` cut by term shard:
     ``(shard, (index, terms))``: the rows the block's task asks of each shard."""
@@ -159,6 +167,7 @@ def merge_requests(positions: dict[int, int]) -> Callable[[Iterable], Iterator]:
     round's partitions (``positions``: partition -> its place in that round)."""
 
     def run(items: Iterable) -> Iterator:
+        settle_heap()
         pieces, asks = [], []
         for s, item in items:
             if len(item) == 2:  # a block's request: (partition, terms)
@@ -212,6 +221,7 @@ def update_partition(
     serve = update_serve(update, fetch, k, n_next, n)
 
     def run(items: Iterable) -> Iterator:
+        settle_heap()
         entry, rest = None, []
         for key, value in items:
             if len(value) == 5:  # the shard's entry
@@ -458,8 +468,8 @@ class ShardedExecutor(ClassicExecutor):
             )
         blocks = pruned(self.corpus.train, parts)
         pieces = (
-            one_per_batch(blocks.glom())
-            .zip(one_per_batch(served.glom()))
+            one_per_batch(blocks.mapPartitions(gathered))
+            .zip(one_per_batch(served.mapPartitions(gathered)))
             .mapPartitions(task_partition(kernel, small))
             .mapPartitionsWithIndex(shard_pieces(bounds))
         )

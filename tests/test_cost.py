@@ -51,16 +51,17 @@ def test_driver_round_by_hand():
 
 def test_executors_round_by_hand():
     parts = round_parts("executors", W, C)
-    # a shard: 8·1000·10/4 = 20,000 B, read to serve, read and written to update
+    # a shard: 8·1000·10/4 = 20,000 B, read and written by the update, which serves the
+    # next round's rows (two stages)
     expected = {
-        "stages": 3 * 0.15 + 3 * 4 * 0.001,
-        "serve": 1.6e-4 + 20_000 * 3e-8,
+        "stages": 2 * 0.15 + 2 * 4 * 0.001,
+        "serve": 1.6e-4,
         "kernel": 0.1,
         "combine": 1.6e-4,
         "update": 2_500 * 1e-9 + 2 * 20_000 * 3e-8,
     }
     assert parts == pytest.approx(expected, rel=1e-12)
-    assert round_cost("executors", W, C) == pytest.approx(0.5641225, rel=1e-12)
+    assert round_cost("executors", W, C) == pytest.approx(0.4095225, rel=1e-12)
 
 
 def test_torrent_broadcast_grows_with_log_executors_and_fetch_linearly():

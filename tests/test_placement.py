@@ -15,7 +15,7 @@ from sparklda.limits import DriverNeed, driver_need, placement_for
 from sparklda.modes.scvb0 import initial_rows
 from sparklda.params import TrainParams
 from sparklda.stats import shard_bounds
-from sparklda.training import check_placement
+from sparklda.training import Callback, check_placement
 from tests.helpers import Crash, CrashAt, planted_source
 
 GiB = 1 << 30
@@ -303,3 +303,48 @@ def test_a_run_on_the_executors_resumes_to_the_driver_placements_model(
     # the shards' lineage is cut every checkpoint_interval rounds
     assert any(r["checkpointed"] for r in resumed.rounds[4:])
     assert all(r["lineage_rounds"] < 2 for r in resumed.rounds[4:])
+
+
+class StageCounter(Callback):
+    """The task counts of the stages that ran tasks, round by round (the jobs started
+    since the round before; a stage counted once)."""
+
+    def __init__(self, sc):
+        self.tracker = sc.statusTracker()
+        self.jobs = set(self.tracker.getJobIdsForGroup())
+        self.stages: set = set()
+        self.rounds: list[list[int]] = []
+
+    def on_round(self, record):
+        tasks = []
+        for j in sorted(set(self.tracker.getJobIdsForGroup()) - self.jobs):
+            self.jobs.add(j)
+            for sid in self.tracker.getJobInfo(j).stageIds:
+                stage = self.tracker.getStageInfo(sid)
+                if sid not in self.stages and stage is not None and stage.numCompletedTasks:
+                    self.stages.add(sid)
+                    tasks.append(stage.numTasks)
+        self.rounds.append(tasks)
+
+
+@pytest.mark.slow
+def test_scvb0_on_the_executors_runs_two_stages_a_round_serving_the_next_rounds_rows(spark, source):
+    # the update stage serves the next round's rows: a round after the first runs the
+    # kernels' stage and the update's (2 tasks each), and the summaries' one-task
+    # stage, which reads the update stage's output without Python (three stages of 2
+    # tasks before: serving, kernels, update)
+    counter = StageCounter(spark.sparkContext)
+    out = fit(
+        source,
+        TrainParams(**{**SCVB0, "parts_per_slice": 2}, model_placement="executors"),
+        callbacks=[counter],
+    )
+    assert len(out.rounds) >= 4
+    assert [r["served_ahead"] for r in out.rounds] == [False] + [True] * (len(out.rounds) - 1)
+    # (the second round also caches the requests keyed by the shards' partitions: once)
+    for row, tasks in zip(out.rounds[2:], counter.rounds[2:], strict=True):
+        if not row["checkpointed"]:
+            assert sorted(tasks) == [1, 2, 2], tasks
+    # SVB's rows need the driver's update of the round before (ψ of λ's column sums)
+    svb = _fit(source, **{**SVB, "passes": 1}, model_placement="executors")
+    assert not any(r["served_ahead"] for r in svb.rounds)

@@ -66,12 +66,14 @@ class PeriodicCheckpointer:
         )
         return "local", None
 
-    def update(self, rdd) -> bool:
-        """Persist the new generation ``rdd`` and mark it for checkpointing when its
-        turn has come (before any job computes it). Returns whether it was marked."""
+    def update(self, rdd, persist: bool = True) -> bool:
+        """Persist the new generation ``rdd`` (unless ``persist`` is false: a shuffle's
+        output, kept in its files) and mark it for checkpointing when its turn has come
+        (before any job computes it). Returns whether it was marked."""
         from pyspark import StorageLevel
 
-        rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        if persist:
+            rdd.persist(StorageLevel.MEMORY_AND_DISK)
         self.generation += 1
         mark = bool(self.interval) and self.generation > 0 and self.generation % self.interval == 0
         if mark:

@@ -1,29 +1,38 @@
 """The model on the executors (``model_placement="executors"``, classic sessions).
 
-The topic-word statistics live in a persisted RDD with one partition per term shard
-(the combine's :func:`~sparklda.stats.shard_bounds`), each holding ``(shard, first
-term, rows of N^Φ/scale in float64, the same rows in the kernels' dtype, the shard's
-summary of the last round[, a learned η's pass sums])`` (the last:
-:mod:`sparklda.execution.learned_eta`). A round:
+The topic-word statistics live in an RDD with one partition per term shard (the
+combine's :func:`~sparklda.stats.shard_bounds`), each holding ``(shard, first term,
+rows of N^Φ/scale in float64, their mirror in the kernels' dtype or None, None[, a
+learned η's pass sums])`` (the last: :mod:`sparklda.execution.learned_eta`). A round:
 
 1. serves each task the rows of its block's terms: the block's term list, cut by
    shard, is a request built once and cached (an RDD partitioned by shard); each shard
    answers the requests of the round's partitions from its rows, and a shuffle brings
    each task its rows (no V-sized broadcast: the broadcast part of the round value is
-   O(K));
+   O(K)). A mode whose rows do not wait for the driver's update of the round before
+   (``fetch_ahead``: SCVB0) has them served by that round's update stage (step 4), so
+   this is a stage only in a run's first round (and SVB's);
 2. runs the mode's kernel on each block against its rows (the same values the driver
    placement's broadcast would give it: the same bits);
 3. combines the partials by shard as the executors' combine does
    (:func:`~sparklda.execution.classic.shard_pieces`,
-   :func:`~sparklda.execution.classic.merge_pieces`);
+   :func:`~sparklda.execution.classic.merge_pieces`), the pieces read with the shard's
+   entry in the last round's output and the cached requests as one partitioner-aware
+   union, all keyed by the shard's partition there (:func:`update_partition`: one
+   Python pass; a run's first round zips its first generation with them);
 4. applies the mode's row update inside each shard (:meth:`row_step`, e.g. SCVB0's
-   Eq. 7-8 with its lazy decay), producing the next generation of the shard RDD,
-   persisted, its lineage cut every few rounds by a
+   Eq. 7-8 with its lazy decay) and writes, as one shuffle (:func:`update_serve`), the
+   shard's next generation, the next round's rows of each task, and the shard's O(K)
+   summary; the driver reads the summaries' partition without a Python task, the next
+   generation is the shuffle's shard partitions (:func:`keyed_part`), and the lineage
+   is cut every few rounds by a
    :class:`~sparklda.execution.checkpointer.PeriodicCheckpointer`.
 
-Only O(K) per shard reaches the driver (the rows' column sums, a learned prior's
-statistics, the counts and timings). Evaluation, checkpoints and the trained model read
-the shards where they live (:meth:`ShardedExecutor.topics`, a
+The shards are read once and written once a round, and the RDDs a round zips are
+written one element a pickled batch (:func:`one_per_batch`), so no Python pass reads
+and writes them again. Only O(K) per shard reaches the driver (the rows' column sums,
+a learned prior's statistics, the counts and timings). Evaluation, checkpoints and the
+trained model read the shards where they live (:meth:`ShardedExecutor.topics`, a
 :class:`~sparklda.execution.topics.ShardedTopics`; :meth:`save_shards`,
 :meth:`load_shards`); :meth:`ShardedExecutor.collect_base` collects them only when a
 caller asks for the V×K array. See docs/architecture.md, "Memory model".
@@ -33,24 +42,39 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 
 from ..corpus import pruned
-from ..kernels.warm import settle_heap
 from ..limits import PYTHON_MEMORY_CONF, available_memory
-from ..stats import TopicStats, concat_shards, shard_bounds, split_shards
+from ..stats import TopicStats, concat_shards, shard_bounds
 from .base import RoundOutput
 from .checkpointer import PeriodicCheckpointer
-from .classic import ClassicExecutor, merge_pieces, shard_pieces, size_bytes
+from .classic import ClassicExecutor, shard_pieces, size_bytes
 from .learned_eta import pass_sums_of, with_pass_sums
+from .shard_tasks import (
+    _entry,
+    _record,
+    _rows_of,
+    gathered,
+    keyed_part,
+    merge_requests,
+    one_per_batch,
+    request_pieces,
+    serve_rows,
+    shifted,
+    task_partition,
+    update_partition,
+    update_serve,
+)
 from .topics import ShardedTopics, read_chunks
 
 __all__ = [
     "LINEAGE_INTERVAL",
     "ShardedExecutor",
     "driver_limits",
+    "one_per_batch",
     "request_pieces",
     "serve_rows",
 ]
@@ -95,100 +119,6 @@ def _identity(i: int) -> int:
     return i
 
 
-def request_pieces(bounds: np.ndarray) -> Callable[[int, Iterable], Iterator]:
-    """Each non-empty block's terms of partition ``index`` cut by term shard:
-    ``(shard, (index, terms))``: the rows the block's task asks of each shard."""
-
-    def run(index, blocks):
-        for block in blocks:
-            if block.n_docs == 0:
-                continue
-            part = TopicStats(np.asarray(block.terms), np.zeros((len(block.terms), 0)))
-            for s, piece in split_shards(part, bounds):
-                if len(piece.terms):
-                    yield s, (index, piece.terms)
-
-    return run
-
-
-def serve_rows(positions: dict[int, int], fetch: Callable) -> Callable[[tuple], Iterator]:
-    """One shard's answer to the requests of a round's partitions (``positions``:
-    partition -> its place in the round): ``(place, (shard, terms, rows))`` for each,
-    ``rows = fetch(base, mirror, local rows)`` (the mode's round value of those terms)."""
-
-    def run(pair):
-        requests, shards = pair
-        s, lo, base, mirror = shards[0][:4]
-        for _, (p, terms) in requests:
-            i = positions.get(p)
-            if i is not None:
-                yield i, (s, terms, fetch(base, mirror, np.asarray(terms, dtype=np.int64) - lo))
-
-    return run
-
-
-def task_partition(kernel: Callable, small: tuple) -> Callable[[Iterable], Iterator]:
-    """The kernel on each block of a round's partition against the rows its shards sent:
-    the round value ``(terms, rows, *small)`` of the block's own terms."""
-
-    def run(pairs):
-        settle_heap()
-        for blocks, served in pairs:
-            pieces = sorted((piece for _, piece in served), key=lambda piece: piece[0])
-            for block in blocks:
-                if block.n_docs == 0:
-                    continue
-                terms = np.concatenate([np.asarray(pc[1]) for pc in pieces])
-                rows = np.concatenate([pc[2] for pc in pieces])
-                t0 = time.perf_counter()
-                out = kernel((terms, rows, *small), block)
-                kernel_s = time.perf_counter() - t0
-                yield TopicStats(
-                    block.terms,
-                    out,
-                    extra={
-                        "tokens": block.n_tokens,
-                        "docs": block.n_docs,
-                        "pairs": block.nnz,
-                        "served_bytes": float(rows.nbytes + terms.nbytes),
-                    },
-                    timings={"kernel": kernel_s},
-                )
-
-    return run
-
-
-def update_shard(
-    update: Callable | None, k: int, keep: Callable | None = None
-) -> Callable[[tuple], tuple]:
-    """A shard's next generation: ``update(base, mirror, local terms, rows) -> (totals,
-    extras)`` applied with the round's merged rows of the shard; the summary (no rows,
-    ``extra`` with the rows' column sums ``row_totals`` and the learned prior's
-    ``prior_extras``) travels with it to the driver. A shard entry with pass sums (a
-    learned η's, :func:`~sparklda.execution.learned_eta.with_pass_sums`) carries them
-    on, ``keep(sums, local terms, rows)`` when given."""
-
-    def run(pair):
-        shards, merged = pair
-        s, lo, base, mirror, _, *kept = shards[0]
-        st = merged[0][1] if merged else None
-        extra = dict(st.extra) if st is not None else {}
-        timings = dict(st.timings) if st is not None else {}
-        terms = None if st is None else np.asarray(st.terms, dtype=np.int64) - lo
-        rows = None if st is None else st.rows
-        if update is not None:
-            totals, extras = update(base, mirror, terms, rows)
-            extra["row_totals"] = totals
-            if extras is not None:
-                extra["prior_extras"] = extras
-        if keep is not None and kept:
-            kept = [keep(kept[0], terms, rows)]
-        summary = TopicStats(np.zeros(0, np.int32), np.zeros((0, k)), extra, timings)
-        return (s, lo, base, mirror, summary, *kept)
-
-    return run
-
-
 class ShardedExecutor(ClassicExecutor):
     """Rounds of a mode whose topic-word statistics live on the executors, sharded by
     term (module docstring). The mode supplies ``initial_rows()``, ``start_sharded(nz)``,
@@ -202,6 +132,10 @@ class ShardedExecutor(ClassicExecutor):
         self.lineage_interval = int(checkpoint_interval) or LINEAGE_INTERVAL
         self.model = None  # RDD: one (shard, lo, base, mirror, summary) per partition
         self.requests = None  # RDD: (shard, (partition, terms)), partitioned by shard
+        self.ahead = None  # (round, its partitions, RDD of its rows) served by the last round
+        self.out = None  # the last round's output (rows served ahead, shards, summaries)
+        self.out_served = 0  # its partitions of rows served ahead (the shards' come next)
+        self.keyed: dict = {}  # the requests keyed as the shards are in an output
         self.k = 0
         self.since_cut = 0
 
@@ -247,7 +181,7 @@ class ShardedExecutor(ClassicExecutor):
         pass_sums = mode.pass_sums_start() if keeps else None
         if keeps:
             model = with_pass_sums(model, pass_sums, bounds, self.k)
-        model = model.setName(f"sparklda {mode.name} model shards (initial)")
+        model = one_per_batch(model).setName(f"sparklda {mode.name} model shards (initial)")
         self.checkpointer.update(model)
         sums = model.map(lambda e: e[2].sum(axis=0)).collect()
         self.checkpointer.materialized()
@@ -255,6 +189,7 @@ class ShardedExecutor(ClassicExecutor):
             if isinstance(held, ShardedTopics):
                 held.unpersist()  # the first generation is computed and persisted
         self.model = model
+        self.out, self.out_served = None, 0
         nz = np.zeros(sums[0].shape if sums else self.k)  # CVB: N^Z and Var N^Z
         for col in sums:
             nz = nz + col
@@ -269,13 +204,26 @@ class ShardedExecutor(ClassicExecutor):
             .cache()
         )
 
+    def _keyed_requests(self, offset: int, width: int):
+        """The requests keyed ``offset + shard`` over ``width`` partitions (cached), to
+        union with an output whose shards start at ``offset``."""
+        if offset not in self.keyed:
+            self.keyed[offset] = (
+                self.corpus.train.mapPartitionsWithIndex(request_pieces(self.bounds))
+                .map(shifted(offset))
+                .partitionBy(width, _identity)
+                .setName("sparklda model requests (block terms by shard)")
+                .cache()
+            )
+        return self.keyed[offset]
+
     # -- the model after (and between) the rounds: docs/architecture.md ---------
     def topics(self, rows: Callable | None = None) -> ShardedTopics:
         """The shards' statistics as :class:`ShardedTopics` (lazy), each shard's rows
         ``rows(first term, rows)`` when given (e.g. the mode's N^Φ of its base)."""
         assert self.model is not None
         base = ShardedTopics(
-            self.model.map(lambda e: (e[0], e[1], e[2]), preservesPartitioning=True),
+            self.model.map(lambda e: _record(e)[:3], preservesPartitioning=True),
             int(self.bounds[-1]),
             self.k,
             self.bounds,
@@ -285,7 +233,7 @@ class ShardedExecutor(ClassicExecutor):
     def pass_sums(self) -> ShardedTopics:
         """A learned η's pass sums held beside the rows (lazy)."""
         assert self.model is not None
-        return pass_sums_of(self.model, self.bounds, self.k)
+        return pass_sums_of(self.model.map(_entry, preservesPartitioning=True), self.bounds, self.k)
 
     def save_pass_sums(self, path: str) -> None:
         """Write the pass sums (checkpoints: :meth:`ShardedTopics.write_chunks`)."""
@@ -310,7 +258,8 @@ class ShardedExecutor(ClassicExecutor):
         """The sharded statistics on the driver, V×K (a mode's ``topic_word`` when asked
         for the array)."""
         assert self.model is not None
-        pieces = sorted(self.model.map(lambda e: (e[0], e[2])).collect(), key=lambda e: e[0])
+        entries = self.model.map(_rows_of).collect()
+        pieces = sorted(entries, key=lambda e: e[0])
         return np.concatenate([rows for _, rows in pieces])
 
     # -- a round ----------------------------------------------------------------
@@ -322,44 +271,84 @@ class ShardedExecutor(ClassicExecutor):
         value = mode.round_value(t)
         small = tuple(value[2:])
         update = mode.row_step(t)
+        keep = mode.pass_sums_step(t)  # a learned η's pass sums (None: none kept)
         kernel = mode.kernel(t)
         parts = mode.round_partitions(t)
-        positions = {p: i for i, p in enumerate(parts)}
         n, k, bounds = self.n_shards, self.k, self.bounds
-        served = (
-            self.requests.glom()
-            .zip(self.model.glom())
-            .flatMap(serve_rows(positions, mode.fetch_rows(t)))
-            .partitionBy(len(parts), _identity)
-        )
+        ahead, self.ahead = self.ahead, None
+        served_ahead = ahead is not None and ahead[0] == t and ahead[1] == parts
+        if ahead is not None and served_ahead:
+            served = ahead[2]  # the last round's update stage served them
+        else:
+            positions = {p: i for i, p in enumerate(parts)}
+            served = (
+                one_per_batch(self.requests.glom())
+                .zip(one_per_batch(self.model.glom()))
+                .flatMap(serve_rows(positions, mode.fetch_rows(t)))
+                .partitionBy(len(parts), _identity)
+            )
         blocks = pruned(self.corpus.train, parts)
-        merged = (
-            blocks.glom()
-            .zip(served.glom())
+        pieces = (
+            one_per_batch(blocks.mapPartitions(gathered))
+            .zip(one_per_batch(served.mapPartitions(gathered)))
             .mapPartitions(task_partition(kernel, small))
             .mapPartitionsWithIndex(shard_pieces(bounds))
-            .partitionBy(n, _shard_partition)
-            .mapPartitions(merge_pieces)
         )
-        new = (
-            self.model.glom()
-            .zip(merged.glom())
-            .map(update_shard(update, k, mode.pass_sums_step(t)))
-            .setName(f"sparklda {mode.name} model shards (round {t + 1})")
+        # the next round's rows are served by this round's update stage (two stages a
+        # round) when the mode's rows do not wait for the driver's update (SCVB0's do not)
+        total = int(mode.params.passes) * int(mode.rounds_per_pass)
+        nxt = mode.round_partitions(t + 1) if t + 1 < total else []
+        fetch = mode.fetch_rows(t + 1) if nxt and getattr(mode, "fetch_ahead", False) else None
+        if fetch is None:
+            nxt = []
+        m = len(nxt)
+        if self.out is not None:  # the shards are the last round's output: one pass
+            off, width = self.out_served, self.out_served + n + 1
+            both = self.sc.union(
+                [
+                    self.out,
+                    self._keyed_requests(off, width),
+                    pieces.map(shifted(off)).partitionBy(width, _identity),
+                ]
+            )
+            if both.getNumPartitions() != width:  # pragma: no cover - Spark's union
+                raise RuntimeError("the shards, requests and pieces did not co-partition")
+            updated = pruned(both, list(range(off, off + n))).mapPartitions(
+                update_partition(_places(nxt), update, fetch, k, m, n, keep)
+            )
+        else:  # the first generation (persisted): zipped with the merged pieces
+            side = self.sc.union([self.requests, pieces.partitionBy(n, _shard_partition)])
+            if side.getNumPartitions() != n:  # pragma: no cover - Spark's union
+                raise RuntimeError("the requests and the round's pieces did not co-partition")
+            updated = self.model.zip(
+                one_per_batch(side.mapPartitions(merge_requests(_places(nxt))))
+            ).flatMap(update_serve(update, fetch, k, m, n, keep))
+        out = updated.partitionBy(m + n + 1, _identity).setName(
+            f"sparklda {mode.name} model shards and served rows (round {t + 1})"
         )
         t1 = time.perf_counter()
-        marked = self.checkpointer.update(new)
-        summaries = new.map(lambda e: (e[0], e[4])).collect()
+        marked = self.checkpointer.update(out, persist=False)
+        summaries = [e for _, e in pruned(out, [m + n]).collect()]
         self.checkpointer.materialized()
-        self.model = new
+        self.model = keyed_part(out, range(m, m + n))
+        self.out, self.out_served = out, m
+        if fetch is not None:
+            self.ahead = (t + 1, nxt, pruned(out, list(range(m))))
         t2 = time.perf_counter()
         shards = [st for _, st in sorted(summaries, key=lambda e: e[0])]
         stats = concat_shards(shards)
         cut = bool(marked and self.checkpointer.last_cut)
         self.since_cut = 0 if cut else self.since_cut + 1
+        if cut:  # the generations before are unreachable now: Spark's cleaner removes
+            # their shuffle files once the driver's JVM collects them (as its periodic GC)
+            self.sc._jvm.System.gc()
         # generations since the last checkpoint (toDebugString's tree of a generation
         # reading the one before twice doubles with each round)
-        self._info = {"checkpointed": cut, "lineage_rounds": self.since_cut}
+        self._info = {
+            "checkpointed": cut,
+            "lineage_rounds": self.since_cut,
+            "served_ahead": served_ahead,  # this round's rows came from the last update stage
+        }
         return RoundOutput(
             [],
             timings={"ship_s": t1 - t0, "job_s": t2 - t1, "release_s": 0.0},
@@ -376,11 +365,19 @@ class ShardedExecutor(ClassicExecutor):
         return out
 
     def close(self) -> None:
+        self.ahead = self.out = None
+        for rdd in self.keyed.values():
+            rdd.unpersist()
+        self.keyed = {}
         if self.requests is not None:
             self.requests.unpersist()
             self.requests = None
         super().close()
         self.model = None
+
+
+def _places(parts: list[int]) -> dict[int, int]:
+    return {p: i for i, p in enumerate(parts)}
 
 
 def _summary_bytes(st: TopicStats) -> int:

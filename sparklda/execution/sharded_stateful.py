@@ -32,14 +32,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
-from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
 from ..kernels.warm import settle_heap
 from ..stats import TopicStats, concat_shards
 from .base import RoundOutput, value_nbytes
 from .checkpointer import PeriodicCheckpointer
 from .classic import merge_pieces, shard_pieces
-from .sharded import ShardedExecutor, request_pieces
+from .sharded import ShardedExecutor, one_per_batch, request_pieces
 from .tasks import _pack, _unpack
 
 __all__ = [
@@ -72,16 +71,6 @@ def serve_terms(fetch: Callable) -> Callable[[tuple], Iterator]:
             yield p, (s, terms, fetch(base, t - lo, t))
 
     return run
-
-
-def one_per_batch(rdd):
-    """``rdd`` written one element per pickled batch (a pipelined identity map where its
-    serializer differs; PySpark's own ``_reserialize``). Two RDDs written so zip without
-    a Python pass that reads and writes each of them again (``RDD.zip`` re-batches
-    both sides of auto-batched RDDs), which for the block states would copy every γ and
-    for the shards every row. The states, the shards and the requests grouped by shard
-    hold one element a partition."""
-    return rdd._reserialize(BatchedSerializer(CPickleSerializer(), 1))
 
 
 def advance_served(kernel: Callable, small: tuple, statistics: Callable) -> Callable:

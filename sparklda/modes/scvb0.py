@@ -380,6 +380,11 @@ class SCVB0(Mode):
     #: the shards keep base only (8 bytes a value) and cast the rows they serve
     sharded_mirror = False
 
+    #: the rows a shard serves do not wait for the driver's update of the round before
+    #: (the scale and N^Z travel in the round value): the shards' update stage serves the
+    #: next round's rows (docs/architecture.md, "The model on the executors")
+    fetch_ahead = True
+
     def fetch_rows(self, t: int) -> Callable:
         """A shard's round value of its rows ``idx``: :func:`cast_rows`."""
         return cast_rows(self.dtype)

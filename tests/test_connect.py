@@ -30,7 +30,7 @@ def trained(spark, tmp_path_factory):
     from sparklda.model import TopicModel
 
     base = tmp_path_factory.mktemp("connect-models")
-    rows = kos_word_docs(0, 40) + [(10_000, [])]
+    rows = kos_word_docs(0, 150) + [(10_000, [])]
     words = spark.createDataFrame(rows, "id long, words array<string>").repartition(2, "id")
     words.write.parquet(str(base / "words"))
     words = spark.read.parquet(str(base / "words"))
@@ -77,7 +77,7 @@ def test_classic_model_serves_scores_and_saves_under_connect(spark, trained, con
     # transform: mapInArrow with φ̂ in the closure, equal to the classic session's
     ours = _theta(loaded.transform(counted_c))
     theirs = trained["theta"]
-    assert ours.keys() == theirs.keys() and len(ours) == 41
+    assert ours.keys() == theirs.keys() and len(ours) == 151
     for doc_id, th in theirs.items():
         np.testing.assert_allclose(ours[doc_id], th, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(ours[10_000], np.full(K, 1 / K))
@@ -164,7 +164,7 @@ def test_same_script_runs_under_connect_as_in_the_classic_session(spark, connect
     from tests.conftest import CONNECT_MODE
     from tests.test_ml import lda_script
 
-    rows = kos_word_docs(0, 60) + [(10_000, []), (10_001, ["zzzunique"])]
+    rows = kos_word_docs(0, 200) + [(10_000, []), (10_001, ["zzzunique"])]
     path = str(tmp_path / "words")
     had = os.environ.pop(CONNECT_MODE, None)
     try:  # the classic session's run (pyspark picks classic or Connect process-wide)
@@ -217,7 +217,7 @@ id_col = "id"
     )
     env = job_env(PYTHONPATH=ROOT, SPARK_CONNECT_MODE_ENABLED=None, SPARK_REMOTE=None)
     proc = _run_infer(cfg, url, env)
-    assert "scored 41 documents with 4 topics" in proc.stdout
+    assert "scored 151 documents with 4 topics" in proc.stdout
     assert os.path.exists(out / "_SUCCESS")
     first = os.stat(out / "_SUCCESS").st_mtime_ns
     # run again (by the job's run, in this process: a second process would be another
@@ -225,7 +225,7 @@ id_col = "id"
     from sparklda.cli import infer
     from sparklda.cli.config import load_config
 
-    assert infer.run(connect, load_config(str(cfg), []))["documents"] == 41
+    assert infer.run(connect, load_config(str(cfg), []))["documents"] == 151
     assert os.stat(out / "_SUCCESS").st_mtime_ns != first
     _infer_uci_and_text_like_classic(spark, connect, base, tmp_path)
     assert not [n for n in os.listdir(tmp_path) if "sparklda-staging" in n]
@@ -264,11 +264,11 @@ def _infer_uci_and_text_like_classic(spark, connect, base, tmp_path):
 
     with gzip.open(KOS_DOCWORD, "rt") as f:
         _, n_words, _ = (int(f.readline()) for _ in range(3))
-        body = [line for line in f if int(line.split()[0]) <= 20]
+        body = [line for line in f if int(line.split()[0]) <= 40]
     docword = tmp_path / "docword.txt"
-    docword.write_text(f"21\n{n_words}\n{len(body)}\n" + "".join(body))
+    docword.write_text(f"41\n{n_words}\n{len(body)}\n" + "".join(body))
     text = tmp_path / "docs.txt"
-    lines = [" ".join(words) for _, words in kos_word_docs(40, 50)]
+    lines = [" ".join(words) for _, words in kos_word_docs(150, 170)]
     text.write_text("\n".join([*lines, "zzznever seen words"]) + "\n")
     inputs = {
         "uci": f'format = "uci"\ndocword = "{docword}"\nvocab = "{KOS_VOCAB}"',
@@ -289,7 +289,7 @@ def _infer_uci_and_text_like_classic(spark, connect, base, tmp_path):
             if had is not None:
                 os.environ[CONNECT_MODE] = had
         n = report["documents"]
-        assert n == (21 if name == "uci" else len(lines) + 1)
+        assert n == (41 if name == "uci" else len(lines) + 1)
         assert report["unknown_term_tokens"] > 0
         assert remote["documents"] == n
         assert remote["unknown_term_tokens"] == report["unknown_term_tokens"]
@@ -304,8 +304,8 @@ def _infer_uci_and_text_like_classic(spark, connect, base, tmp_path):
         assert got.keys() == want.keys() and len(got) == n
         for doc_id, th in want.items():
             np.testing.assert_allclose(got[doc_id], th, rtol=1e-12, atol=1e-14)
-        if name == "uci":  # doc 21 has no entry: the uniform distribution
-            np.testing.assert_allclose(got[21], np.full(K, 1 / K))
+        if name == "uci":  # doc 41 has no entry: the uniform distribution
+            np.testing.assert_allclose(got[41], np.full(K, 1 / K))
 
 
 @pytest.mark.slow

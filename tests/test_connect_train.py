@@ -25,7 +25,7 @@ from sparklda.training import train
 from tests.conftest import CONNECT_MODE
 from tests.helpers import KOS_DOCWORD, Crash, CrashAt
 
-N_DOCS = 100
+N_DOCS = 160
 MODES = ("scvb0", "svb", "cvb0", "cvb")
 
 

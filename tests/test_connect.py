@@ -310,18 +310,30 @@ def _infer_uci_and_text_like_classic(spark, connect, base, tmp_path):
 
 @pytest.mark.slow
 def test_train_job_against_the_connect_server(spark, connect, tmp_path):
-    """``sparklda-train --remote sc://...`` trains the shipped KOS sample on the DataFrame
+    """``sparklda-train --remote sc://...`` trains the first 200 documents of the shipped
+    KOS sample (its vocabulary file read through the ``sample:`` prefix) on the DataFrame
     path, writes the model and metrics.json (which record the remote URL), and the model
     equals the same configuration trained in the classic session."""
     from sparklda.cli import train
     from sparklda.cli.config import load_config
     from sparklda.model import TopicModel
     from tests.conftest import CONNECT_MODE
-    from tests.helpers import write_config
+    from tests.helpers import KOS_DOCWORD, write_config
 
     url = f"sc://{connect.client._builder.url.netloc}"
     cfg = write_config(tmp_path)
-    overrides = ["training.k=5", "training.dtype=float64", "evaluation.heldout_count=50"]
+    with gzip.open(KOS_DOCWORD, "rt") as f:
+        _, n_words, _ = (int(f.readline()) for _ in range(3))
+        body = [line for line in f if int(line.split()[0]) <= 200]
+    docword = tmp_path / "docword.txt"
+    docword.write_text(f"200\n{n_words}\n{len(body)}\n" + "".join(body))
+    overrides = [
+        f"input.docword={docword}",
+        "training.k=5",
+        "training.minibatch_size=100",
+        "training.dtype=float64",
+        "evaluation.heldout_count=20",
+    ]
     sets = [a for o in overrides for a in ("--set", o)]
     env = job_env(PYTHONPATH=ROOT, SPARK_CONNECT_MODE_ENABLED=None, SPARK_REMOTE=None)
     proc = subprocess.run(

@@ -30,6 +30,7 @@ from ..params import schedule_minibatch_docs
 from .base import Mode
 from .priors import split_extras, with_extras
 from .seeds import add_seed_rows
+from .sharded_rows import held_rows
 
 #: Total mass of the random initial N^Φ as a fraction of the training tokens C.
 #: Algorithm 2 says "randomly initialize" and leaves the scale open. The online
@@ -398,13 +399,7 @@ class SCVB0(Mode):
     def _base(self) -> np.ndarray:
         if self.base is not None:
             return self.base
-        if isinstance(self.start_base, ShardedTopics):
-            return self.start_base.collect()
-        if self.start_base is not None:
-            return self.start_base
-        if self.collect_base is None:
-            raise RuntimeError("the model is on the executors and no executor holds it")
-        return self.collect_base()
+        return held_rows(self.start_base, self.collect_base)
 
     def topic_word(self):
         return self.seeds.added_to(self._base() * self.scale)

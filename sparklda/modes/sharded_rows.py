@@ -92,6 +92,21 @@ def shard_summary(rows, k: int) -> tuple[int, np.ndarray, float]:
     return width, total, max((m for _, _, m in got), default=0.0)
 
 
+def held_rows(
+    start: np.ndarray | ShardedTopics | None, collect: Callable[[], np.ndarray] | None
+) -> np.ndarray:
+    """A sharded run's topic-word rows on the driver (V × width, float64): the restored
+    or warm-start rows ``start`` (collected when they are sharded), else the executors'
+    (``collect``, which the executor sets once it holds them)."""
+    if isinstance(start, ShardedTopics):
+        return start.collect()
+    if start is not None:
+        return start
+    if collect is None:
+        raise RuntimeError("the model is on the executors and no executor holds it")
+    return collect()
+
+
 class ShardedRows:
     """What a stateful mode adds to keep its rows on the executors: ``sharded`` (the
     placement), ``collect_base`` (set by the executor holding the rows: V × width
@@ -114,13 +129,7 @@ class ShardedRows:
 
     def _sharded_rows(self) -> np.ndarray:
         """The rows (V × width, float64): restored, or collected from the executors."""
-        if isinstance(self.start_base, ShardedTopics):
-            return self.start_base.collect()
-        if self.start_base is not None:
-            return self.start_base
-        if self.collect_base is None:
-            raise RuntimeError("the model is on the executors and no executor holds it")
-        return self.collect_base()
+        return held_rows(self.start_base, self.collect_base)
 
     def initial_rows(self) -> tuple[np.ndarray | None, Callable | None, float | None]:
         """The restored rows the executor shards after a resume (a fresh run's shards

@@ -63,6 +63,7 @@ from ..kernels.priors import elog_theta_offsets, hoffman_alpha_step, keep_total
 from ..kernels.random import Stream
 from .base import Mode
 from .priors import split_extras, with_extras
+from .sharded_rows import held_rows
 
 #: Hoffman's initialisation of λ and of each document's γ: Gamma(shape, 1/shape).
 GAMMA_SHAPE = 100.0
@@ -352,13 +353,7 @@ class SVB(Mode):
     def _lam(self) -> np.ndarray:
         if self.lam is not None:
             return self.lam
-        if isinstance(self.start_base, ShardedTopics):
-            return self.start_base.collect()
-        if self.start_base is not None:
-            return self.start_base
-        if self.collect_base is None:
-            raise RuntimeError("the model is on the executors and no executor holds it")
-        return self.collect_base()
+        return held_rows(self.start_base, self.collect_base)
 
     sharded_key = "lam"
 

@@ -207,7 +207,10 @@ def test_killed_python_worker_in_a_gibbs_sweep_is_retried_and_the_model_is_uncha
     script.write_text(
         FAULT_SCRIPT.replace(
             plain_params,
-            'params = TrainParams(algorithm="gibbs", k=100, passes=4, parts_per_slice=2, seed=0)',
+            # K=1,000: the first sweeps' tasks last long enough (a few tenths of a second)
+            # for the killer's polls to find one running; at K=100 a task of the blocks
+            # served from broadcasts could end between the polls on a quiet machine
+            'params = TrainParams(algorithm="gibbs", k=1000, passes=4, parts_per_slice=2, seed=0)',
         )
     )
     out = run(
